@@ -1,0 +1,141 @@
+"""Network factories for selectors and predictors.
+
+A factory is a small, clonable configuration object: it stores hyperparameters, exposes
+them through ``get_params``/``set_params`` (so an explainer can be tuned with
+``selector__hidden_units=...``) and, when called with the input and output widths, builds a
+fresh :class:`torch.nn.Module`. The modules themselves know nothing about scikit-learn.
+"""
+
+import math
+
+import torch
+
+from sklearn.base import BaseEstimator
+from torch import nn
+
+_ACTIVATIONS = {
+    "relu": nn.ReLU,
+    "selu": nn.SELU,
+    "elu": nn.ELU,
+    "tanh": nn.Tanh,
+    "gelu": nn.GELU,
+    "leaky_relu": nn.LeakyReLU,
+}
+
+
+class MLP(BaseEstimator):
+    """Factory of multi-layer perceptrons for tabular selectors and predictors.
+
+    Parameters
+    ----------
+    hidden_units : tuple of int, default=(100, 100)
+        Width of each hidden layer; ``()`` gives a linear model.
+
+    activation : {"relu", "selu", "elu", "tanh", "gelu", "leaky_relu"}, default="relu"
+        Non-linearity after each hidden layer.
+
+    batch_norm : bool, default=False
+        Add a batch normalisation layer after each hidden activation (the placement of
+        L2X's released code).
+
+    dropout : float, default=0.0
+        Dropout probability after each hidden layer.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sk_sointer import MLP
+    >>> net = MLP(hidden_units=(8,))(in_features=3, out_features=2)
+    >>> net(torch.zeros(5, 3)).shape
+    torch.Size([5, 2])
+    """
+
+    def __init__(self, hidden_units=(100, 100), activation="relu", batch_norm=False, dropout=0.0):
+        self.hidden_units = hidden_units
+        self.activation = activation
+        self.batch_norm = batch_norm
+        self.dropout = dropout
+
+    def __call__(self, in_features, out_features):
+        if self.activation not in _ACTIVATIONS:
+            raise ValueError(
+                f"activation should be one of {sorted(_ACTIVATIONS)}; got {self.activation!r}."
+            )
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout should be in [0, 1); got {self.dropout!r}.")
+        layers = []
+        width = in_features
+        for units in self.hidden_units:
+            if int(units) < 1:
+                raise ValueError(f"hidden_units should be positive integers; got {self.hidden_units!r}.")
+            layers += [nn.Linear(width, int(units)), _ACTIVATIONS[self.activation]()]
+            if self.batch_norm:
+                layers.append(nn.BatchNorm1d(int(units)))
+            if self.dropout:
+                layers.append(nn.Dropout(self.dropout))
+            width = int(units)
+        layers.append(nn.Linear(width, out_features))
+        module = nn.Sequential(*layers)
+        _glorot_init(module, self.activation)
+        return module
+
+    def __sklearn_is_fitted__(self):
+        # A factory is a configuration, never fitted: this keeps sklearn's checks from
+        # mistaking it for an estimator that needs fitting.
+        return True
+
+
+def _glorot_init(module, activation):
+    """Glorot-uniform weights and zero biases (the Keras defaults the reference code used).
+
+    SELU networks use LeCun-normal weights instead, the initialisation under which SELU is
+    self-normalising.
+    """
+    for layer in module.modules():
+        if isinstance(layer, nn.Linear):
+            if activation == "selu":
+                nn.init.normal_(layer.weight, std=1.0 / math.sqrt(layer.in_features))
+            else:
+                nn.init.xavier_uniform_(layer.weight)
+            nn.init.zeros_(layer.bias)
+
+
+def masked_input(X, mask):
+    """Zero out the unselected features: ``m(x, s) = x ⊙ s``."""
+    return X * mask.to(X.dtype)
+
+
+
+def output_loss(predicted, target, spec, reduction="mean"):
+    """Loss of a predictor's raw outputs against the black box's outputs.
+
+    For classification each block of columns is a probability vector and the loss is the
+    soft-target cross-entropy ``-sum_c P_m(c | x) log q(c | ·)`` (L2X eq. 6), summed over
+    blocks; for regression it is the squared error summed over outputs.
+    """
+    if spec.task == "classification":
+        per_row = sum(
+            -(target[:, a:b] * torch.log_softmax(predicted[:, a:b], dim=1)).sum(dim=1)
+            for a, b in spec.blocks
+        )
+    else:
+        per_row = ((predicted - target) ** 2).sum(dim=1)
+    return per_row.mean() if reduction == "mean" else per_row
+
+
+def output_values(predicted, spec):
+    """Turn a predictor's raw outputs into the black box's scale (probabilities or values)."""
+    if spec.task != "classification":
+        return predicted
+    return torch.cat([torch.softmax(predicted[:, a:b], dim=1) for a, b in spec.blocks], dim=1)
+
+
+class OutputLoss(nn.Module):
+    """:func:`output_loss` as a criterion module, the form skorch expects."""
+
+    def __init__(self, spec):
+        super().__init__()
+        self.spec = spec
+
+    def forward(self, predicted, target):
+        return output_loss(predicted, target, self.spec)
