@@ -55,7 +55,8 @@ class BaseExplainer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator, metac
         "max_epochs": [Interval(Integral, 1, None, closed="left")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "lr": [Interval(Real, 0, None, closed="neither")],
-        "optimizer": [StrOptions(set(_OPTIMIZERS)), type],
+        "weight_decay": [Interval(Real, 0, None, closed="left")],
+        "optimizer": [StrOptions(set(_OPTIMIZERS)), callable],
         "callbacks": [list, None],
         "train_split": [Interval(Real, 0, 1, closed="neither"), callable, None],
         "device": [StrOptions({"auto", "cpu", "cuda"}), str],
@@ -101,16 +102,16 @@ class BaseExplainer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator, metac
         self : object
             The fitted explainer.
         """
-        X = validate_data(self, X, dtype=[np.float32, np.float64])
+        X = validate_data(self, X, dtype=[np.float32, np.float64], ensure_min_samples=2)
         self._check_params(X.shape[1])
-        X32 = X.astype(np.float32, copy=False)
+        X32 = _writable_float32(X)
         model, targets, spec = self._resolve_targets(X32, y, black_box)
         self.black_box_ = model
         self.output_spec_ = spec
 
         device = _resolve_device(self.device)
         with _seeded(self.random_state, device) as seed:
-            self.net_ = self._build_net(X.shape[1], spec, **self._net_params(device, seed))
+            self.net_ = self._build_net(X.shape[1], spec, **self._net_params(device, seed, X.shape[0]))
             self.net_.fit(X32, targets)
         return self
 
@@ -168,7 +169,7 @@ class BaseExplainer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator, metac
         check_is_fitted(self)
         X = self._validate_transform_input(X)
         masks = self._masks_from_scores(self._scores(X))
-        X_t = torch.as_tensor(X, dtype=torch.float32)
+        X_t = torch.as_tensor(_writable_float32(X))
         masks = masks.to(torch.float32).cpu()
         if self.black_box_ is not None:
             full = self.black_box_.predict(X)
@@ -212,14 +213,18 @@ class BaseExplainer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator, metac
         targets, spec = check_outputs(y, X32.shape[0])
         return None, targets, spec
 
-    def _net_params(self, device, seed):
+    def _net_params(self, device, seed, n_samples):
         params = {
             "max_epochs": self.max_epochs,
             "batch_size": self.batch_size,
             "lr": self.lr,
             "optimizer": _OPTIMIZERS.get(self.optimizer, self.optimizer),
+            "optimizer__weight_decay": getattr(self, "weight_decay", 0.0),
             "device": device,
             "iterator_train__shuffle": True,
+            # A last batch of a single row would break batch normalisation in training.
+            "iterator_train__drop_last": n_samples > self.batch_size
+            and n_samples % self.batch_size == 1,
             "train_split": self._train_split(seed),
             "callbacks": list(self.callbacks or []),
             "verbose": int(self.verbose >= 2),
@@ -244,7 +249,7 @@ class BaseExplainer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator, metac
         # statistics must not depend on which rows are explained together.
         self.net_.module_.eval()
         module_device = self._inference_device()
-        X_t = torch.as_tensor(X, dtype=torch.float32)
+        X_t = torch.as_tensor(_writable_float32(X))
         chunks = []
         with torch.inference_mode():
             for start in range(0, X_t.shape[0], _INFERENCE_CHUNK):
@@ -334,6 +339,12 @@ def _predict_in_chunks(black_box, X32):
     outputs = [black_box.predict(X32[start : start + _INFERENCE_CHUNK])
                for start in range(0, X32.shape[0], _INFERENCE_CHUNK)]
     return np.concatenate(outputs).astype(np.float32, copy=False)
+
+
+def _writable_float32(X):
+    # torch warns on read-only arrays (memory maps); only those are copied.
+    X = np.asarray(X, dtype=np.float32)
+    return X if X.flags.writeable else X.copy()
 
 
 def _is_model(obj):

@@ -32,7 +32,9 @@ class L2XNet(NeuralNet):
     single optimizer holds the parameters of both modules, as in the paper.
     """
 
-    def __init__(self, module, *, approximator, k, tau, n_features, output_spec, **kwargs):
+    def __init__(self, module, *, approximator, k, tau, n_features, output_spec,
+                 warmup_epochs=0, **kwargs):
+        self.warmup_epochs = warmup_epochs
         self.approximator = approximator
         self.k = k
         self.tau = tau
@@ -58,6 +60,8 @@ class L2XNet(NeuralNet):
         x = to_tensor(x, device=self.device)
         logits = self.module_(x)
         if self.module_.training:
+            if len(self.history) <= self.warmup_epochs:
+                logits = torch.zeros_like(logits)
             mask = SubsetConcrete(self.tau, logits, self.k).rsample()
         else:
             mask = topk_mask(logits, self.k)
@@ -95,6 +99,9 @@ class L2XExplainer(BaseExplainer):
 
     lr : float, default=1e-3
         Learning rate.
+
+    weight_decay : float, default=0.0
+        L2 penalty on the weights of both networks (the optimizer's ``weight_decay``).
 
     optimizer : {"adam", "adamw", "rmsprop", "sgd"} or torch optimizer class, default="adam"
         Optimizer of both networks.
@@ -166,6 +173,7 @@ class L2XExplainer(BaseExplainer):
         **BaseExplainer._parameter_constraints,
         "k": [Interval(Integral, 1, None, closed="left")],
         "tau": [Interval(Real, 0, None, closed="neither")],
+        "warmup_epochs": [Interval(Integral, 0, None, closed="left")],
         "selector": [callable],
         "approximator": [callable],
     }
@@ -175,11 +183,13 @@ class L2XExplainer(BaseExplainer):
         k=4,
         *,
         tau=0.1,
+        warmup_epochs=0,
         selector=MLP(hidden_units=(100, 100)),
         approximator=MLP(hidden_units=(200, 200), batch_norm=True),
         max_epochs=100,
         batch_size=100,
         lr=1e-3,
+        weight_decay=0.0,
         optimizer="adam",
         callbacks=None,
         train_split=None,
@@ -189,11 +199,13 @@ class L2XExplainer(BaseExplainer):
     ):
         self.k = k
         self.tau = tau
+        self.warmup_epochs = warmup_epochs
         self.selector = selector
         self.approximator = approximator
         self.max_epochs = max_epochs
         self.batch_size = batch_size
         self.lr = lr
+        self.weight_decay = weight_decay
         self.optimizer = optimizer
         self.callbacks = callbacks
         self.train_split = train_split
@@ -209,6 +221,7 @@ class L2XExplainer(BaseExplainer):
             tau=self.tau,
             n_features=n_features,
             output_spec=spec,
+            warmup_epochs=self.warmup_epochs,
             **net_params,
         )
 

@@ -1,0 +1,47 @@
+"""Shared fixtures: one torch thread, small float32 data, fast explainer instances."""
+
+import numpy as np
+import pytest
+import torch
+
+import sk_sointer
+
+# On a 2-core machine torch's default intra-op threading makes tiny networks far slower.
+torch.set_num_threads(1)
+
+
+def fast_explainers():
+    """One quickly trained instance of every public explainer, for the shared checks."""
+    instances = [sk_sointer.L2XExplainer(k=1, max_epochs=3, batch_size=32, random_state=0)]
+    if hasattr(sk_sointer, "RealXExplainer"):
+        instances.append(
+            sk_sointer.RealXExplainer(
+                k=1, max_epochs=4, predictor_epochs=2, batch_size=32, random_state=0
+            )
+        )
+    return instances
+
+
+def explainer_id(explainer):
+    return type(explainer).__name__
+
+
+@pytest.fixture
+def xor_data():
+    """Rows whose label depends on the first two of six features."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(600, 6).astype(np.float32)
+    y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    return X, y
+
+
+@pytest.fixture
+def linear_data():
+    """A logistic model on features 0 and 3 of eight, fitted as the black box."""
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.RandomState(1)
+    X = rng.randn(400, 8).astype(np.float32)
+    y = (2 * X[:, 0] - 3 * X[:, 3] + 0.1 * rng.randn(400) > 0).astype(int)
+    model = LogisticRegression().fit(X, y)
+    return X, y, model

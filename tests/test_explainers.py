@@ -1,0 +1,233 @@
+"""Behaviour every explainer shares, parametrized over all public explainers."""
+
+import pickle
+
+import joblib
+import numpy as np
+import pytest
+import torch
+from sklearn import config_context
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from sk_sointer import as_black_box
+
+from .conftest import explainer_id, fast_explainers
+
+EXPLAINERS = fast_explainers()
+parametrize_explainers = pytest.mark.parametrize("explainer", EXPLAINERS, ids=explainer_id)
+
+
+def _fit(explainer, X, y, **params):
+    return clone(explainer).set_params(**params).fit(X, y)
+
+
+@parametrize_explainers
+def test_masks_are_exactly_k_hot_and_deterministic(explainer, xor_data):
+    X, y = xor_data
+    expl = _fit(explainer, X, y, k=3)
+    masks = expl.transform(X)
+    assert masks.shape == X.shape
+    assert masks.dtype == X.dtype
+    assert set(np.unique(masks)) <= {0.0, 1.0}
+    np.testing.assert_array_equal(masks.sum(axis=1), 3)
+    np.testing.assert_array_equal(expl.transform(X), masks)
+    # Row-wise: explaining a subset gives the same rows.
+    np.testing.assert_array_equal(expl.transform(X[::7]), masks[::7])
+
+
+@parametrize_explainers
+def test_masks_are_the_top_k_of_the_scores(explainer, xor_data):
+    X, y = xor_data
+    expl = _fit(explainer, X, y, k=2)
+    scores = expl.explain(X[:50])
+    masks = expl.transform(X[:50])
+    assert scores.shape == (50, X.shape[1])
+    kth = np.sort(scores, axis=1)[:, -2]
+    assert np.all(scores[masks == 1] >= np.repeat(kth, 2))
+
+
+@parametrize_explainers
+def test_same_random_state_same_explainer(explainer, xor_data):
+    X, y = xor_data
+    state = torch.get_rng_state()
+    first = _fit(explainer, X, y).explain(X)
+    np.testing.assert_array_equal(_fit(explainer, X, y).explain(X), first)
+    # Training draws from a forked generator: the caller's torch RNG is untouched.
+    assert torch.equal(torch.get_rng_state(), state)
+    other = _fit(explainer, X, y, random_state=1).explain(X)
+    assert not np.array_equal(other, first)
+
+
+@parametrize_explainers
+def test_model_and_outputs_are_both_accepted(explainer, linear_data):
+    X, _, model = linear_data
+    by_model = _fit(explainer, X, model)
+    by_keyword = clone(by_model).fit(X, black_box=model)
+    by_outputs = clone(by_model).fit(X, model.predict_proba(X))
+    np.testing.assert_array_equal(by_model.explain(X), by_keyword.explain(X))
+    np.testing.assert_allclose(by_model.explain(X), by_outputs.explain(X), rtol=1e-5, atol=1e-6)
+    assert by_model.black_box_ is not None and by_outputs.black_box_ is None
+
+
+@parametrize_explainers
+def test_pickle_and_joblib_round_trip(explainer, linear_data, tmp_path):
+    X, _, model = linear_data
+    expl = _fit(explainer, X, model)
+    restored = pickle.loads(pickle.dumps(expl))
+    np.testing.assert_array_equal(restored.transform(X), expl.transform(X))
+    assert restored.score(X) == expl.score(X)
+    joblib.dump(expl, tmp_path / "expl.joblib")
+    np.testing.assert_array_equal(joblib.load(tmp_path / "expl.joblib").transform(X), expl.transform(X))
+
+
+@parametrize_explainers
+def test_unpicklable_black_box_is_left_out_with_a_warning(explainer, linear_data):
+    X, _, model = linear_data
+    expl = _fit(explainer, X, lambda rows: model.predict_proba(rows))
+    with pytest.warns(UserWarning, match="cannot be pickled"):
+        restored = pickle.loads(pickle.dumps(expl))
+    assert restored.black_box_ is None
+    np.testing.assert_array_equal(restored.transform(X), expl.transform(X))
+    with pytest.raises(ValueError, match="outputs"):
+        restored.score(X)
+    assert 0 <= restored.score(X, model.predict_proba(X)) <= 1
+
+
+@parametrize_explainers
+def test_pipeline_with_outputs(explainer, linear_data):
+    X, _, model = linear_data
+    outputs = model.predict_proba(X)
+    pipe = make_pipeline(StandardScaler(), clone(explainer).set_params(k=2)).fit(X, outputs)
+    masks = pipe.transform(X)
+    np.testing.assert_array_equal(masks.sum(axis=1), 2)
+    assert 0 <= pipe.score(X, outputs) <= 1
+
+
+@parametrize_explainers
+def test_set_output_pandas_keeps_feature_names(explainer, linear_data):
+    pd = pytest.importorskip("pandas")
+    X, _, model = linear_data
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
+    expl = clone(explainer).set_output(transform="pandas").fit(frame, model.predict(X))
+    masks = expl.transform(frame)
+    assert list(masks.columns) == list(frame.columns)
+    assert list(expl.get_feature_names_out()) == list(frame.columns)
+    np.testing.assert_array_equal(masks.to_numpy().sum(axis=1), expl.k)
+
+
+@parametrize_explainers
+@pytest.mark.parametrize("routing", [False, True])
+def test_grid_search_with_a_model(explainer, linear_data, routing):
+    X, _, model = linear_data
+    grid = {"k": [1, 2], "tau": [0.1, 0.5]}
+    with config_context(enable_metadata_routing=routing):
+        search = GridSearchCV(clone(explainer), grid, cv=3).fit(X, black_box=as_black_box(model))
+    assert set(search.cv_results_["param_k"]) == {1, 2}
+    # Fidelity grows with the number of kept features; the search must see that.
+    assert search.best_params_["k"] == 2
+    assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
+
+
+@parametrize_explainers
+def test_grid_search_with_outputs(explainer, linear_data):
+    X, _, model = linear_data
+    search = GridSearchCV(clone(explainer), {"k": [1, 2], "tau": [0.1, 0.5]}, cv=3)
+    search.fit(X, model.predict(X))
+    assert search.best_params_["k"] == 2
+    np.testing.assert_array_equal(search.transform(X).sum(axis=1), 2)
+
+
+@parametrize_explainers
+def test_nested_network_parameters_do_not_leak_between_instances(explainer):
+    first, second = clone(explainer), clone(explainer)
+    name = "selector"
+    first.set_params(**{f"{name}__hidden_units": (7,)})
+    assert first.get_params()[f"{name}__hidden_units"] == (7,)
+    assert second.get_params()[f"{name}__hidden_units"] != (7,)
+    assert type(explainer)().get_params()[f"{name}__hidden_units"] != (7,)
+
+
+# -- bad input --------------------------------------------------------------------------
+
+
+@parametrize_explainers
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_non_finite_X_is_rejected(explainer, xor_data, bad):
+    X, y = xor_data
+    X_bad = X.copy()
+    X_bad[3, 2] = bad
+    with pytest.raises(ValueError, match="NaN|infinity"):
+        clone(explainer).fit(X_bad, y)
+    expl = _fit(explainer, X, y)
+    with pytest.raises(ValueError, match="NaN|infinity"):
+        expl.transform(X_bad)
+
+
+@parametrize_explainers
+def test_wrong_width_at_transform(explainer, xor_data):
+    X, y = xor_data
+    expl = _fit(explainer, X, y)
+    with pytest.raises(ValueError, match="X has 5 features, but .* is expecting 6"):
+        expl.transform(X[:, :5])
+
+
+@parametrize_explainers
+@pytest.mark.parametrize("k, message", [(0, "k"), (7, "k should be <= n_features = 6; got 7")])
+def test_k_out_of_range(explainer, xor_data, k, message):
+    X, y = xor_data
+    with pytest.raises(ValueError, match=message):
+        clone(explainer).set_params(k=k).fit(X, y)
+
+
+@parametrize_explainers
+def test_outputs_of_the_wrong_length(explainer, xor_data):
+    X, y = xor_data
+    with pytest.raises(ValueError, match="599 rows but X has 600 samples"):
+        clone(explainer).fit(X, y[:-1])
+
+
+@parametrize_explainers
+def test_empty_X(explainer):
+    with pytest.raises(ValueError, match="0 sample"):
+        clone(explainer).fit(np.zeros((0, 4)), np.zeros(0))
+
+
+@parametrize_explainers
+def test_missing_outputs(explainer, xor_data):
+    X, _ = xor_data
+    with pytest.raises(ValueError, match="requires y to be passed"):
+        clone(explainer).fit(X)
+
+
+@parametrize_explainers
+def test_both_model_and_outputs(explainer, linear_data):
+    X, y, model = linear_data
+    with pytest.raises(ValueError, match="both y and black_box"):
+        clone(explainer).fit(X, y, black_box=model)
+
+
+@parametrize_explainers
+@pytest.mark.parametrize(
+    "black_box, message",
+    [
+        (lambda X: np.ones((X.shape[0] + 1, 2)), r"one row of outputs per sample"),
+        (lambda X: np.ones((X.shape[0], 2, 2)), r"one row of outputs per sample"),
+        (lambda X: np.full((X.shape[0], 2), np.nan), "NaN or infinite"),
+        (lambda X: "nonsense", "not an array of numbers"),
+    ],
+)
+def test_black_box_returning_bad_outputs(explainer, xor_data, black_box, message):
+    X, _ = xor_data
+    with pytest.raises((ValueError, TypeError), match=message):
+        clone(explainer).fit(X, black_box=black_box)
+
+
+@parametrize_explainers
+def test_score_without_model_or_outputs(explainer, xor_data):
+    X, y = xor_data
+    expl = _fit(explainer, X, y)
+    with pytest.raises(ValueError, match="needs the black box's outputs"):
+        expl.score(X)
