@@ -245,6 +245,8 @@ def check_outputs(y, n_samples, spec=None):
             f"The outputs y have {y_arr.shape[0]} rows but X has {n_samples} samples; give the "
             "black box's outputs on exactly these rows."
         )
+    if y_arr.dtype.kind in "fc" and not np.isfinite(y_arr).all():
+        raise ValueError("The outputs y contain NaN or infinity.")
     target_type = type_of_target(y_arr) if y_arr.dtype.kind in "biufOUS" else "unknown"
     if y_arr.ndim == 1 and target_type in ("binary", "multiclass"):
         binarizer = LabelBinarizer().fit(y_arr)

@@ -10,9 +10,11 @@ import numbers
 import numpy as np
 from sklearn.utils import check_array, check_random_state
 
+from .black_box import as_black_box, output_agreement
 from .datasets import CONTROL_FLOW_FEATURE
 
 __all__ = [
+    "posthoc_accuracy",
     "control_flow_selection_rate",
     "false_discovery_rate",
     "fdr_scorer",
@@ -21,6 +23,42 @@ __all__ = [
     "tpr_scorer",
     "true_positive_rate",
 ]
+
+
+# Fidelity to the black box
+# -------------------------
+
+
+def posthoc_accuracy(black_box, X, masks):
+    """Agreement of the black box on masked rows with the black box on full rows.
+
+    For a classifier, the fraction of rows whose predicted class on ``x ⊙ mask`` (the
+    unselected features set to 0) equals the predicted class on ``x``: L2X's post-hoc
+    accuracy (Chen et al. 2018, §4.2.1), where the reference is the model's own prediction,
+    not a label. For a regressor, the R² of the masked predictions against the full ones.
+    Zero-filled inputs may lie outside the data the model was trained on; EVAL-X
+    (:class:`EvalXEvaluator`) avoids that.
+
+    Parameters
+    ----------
+    black_box : model
+        Anything :func:`~sk_sointer.as_black_box` accepts.
+    X : array-like of shape (n_samples, n_features)
+    masks : array-like of shape (n_samples, n_features)
+        Selections, 1 for a kept feature.
+
+    Returns
+    -------
+    score : float
+        Higher is better; 1 is perfect.
+    """
+    X = check_array(X, dtype=np.float32)
+    masks = check_array(masks, dtype=np.float32)
+    if masks.shape != X.shape:
+        raise ValueError(f"masks should have the shape of X {X.shape}; got {masks.shape}.")
+    black_box = as_black_box(black_box)
+    full = black_box.predict(X)
+    return output_agreement(full, black_box.predict(X * masks), black_box.spec)
 
 
 # Ground-truth metrics for synthetic data

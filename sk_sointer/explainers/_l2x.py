@@ -94,14 +94,18 @@ class L2XExplainer(BaseExplainer):
     max_epochs : int, default=100
         Passes over the training data.
 
-    batch_size : int, default=100
-        Rows per optimisation step.
+    batch_size : int, default=1000
+        Rows per optimisation step. With the default epochs this is 1,000 steps on 10,000
+        rows, the budget of the released L2X code.
 
     lr : float, default=1e-3
         Learning rate.
 
-    weight_decay : float, default=0.0
-        L2 penalty on the weights of both networks (the optimizer's ``weight_decay``).
+    weight_decay : float, default=2e-3
+        L2 penalty on the weights of both networks (the optimizer's ``weight_decay``; the
+        released L2X code's Keras ``l2(1e-3)``). It keeps the selector from fitting
+        row-specific noise, which on small data otherwise leads to noise features being
+        selected as a code for the prediction.
 
     optimizer : {"adam", "adamw", "rmsprop", "sgd"} or torch optimizer class, default="adam"
         Optimizer of both networks.
@@ -187,9 +191,9 @@ class L2XExplainer(BaseExplainer):
         selector=MLP(hidden_units=(100, 100)),
         approximator=MLP(hidden_units=(200, 200), batch_norm=True),
         max_epochs=100,
-        batch_size=100,
+        batch_size=1000,
         lr=1e-3,
-        weight_decay=0.0,
+        weight_decay=2e-3,
         optimizer="adam",
         callbacks=None,
         train_split=None,
