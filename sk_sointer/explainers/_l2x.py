@@ -32,9 +32,7 @@ class L2XNet(NeuralNet):
     single optimizer holds the parameters of both modules, as in the paper.
     """
 
-    def __init__(self, module, *, approximator, k, tau, n_features, output_spec,
-                 warmup_epochs=0, **kwargs):
-        self.warmup_epochs = warmup_epochs
+    def __init__(self, module, *, approximator, k, tau, n_features, output_spec, **kwargs):
         self.approximator = approximator
         self.k = k
         self.tau = tau
@@ -60,8 +58,6 @@ class L2XNet(NeuralNet):
         x = to_tensor(x, device=self.device)
         logits = self.module_(x)
         if self.module_.training:
-            if len(self.history) <= self.warmup_epochs:
-                logits = torch.zeros_like(logits)
             mask = SubsetConcrete(self.tau, logits, self.k).rsample()
         else:
             mask = topk_mask(logits, self.k)
@@ -177,7 +173,6 @@ class L2XExplainer(BaseExplainer):
         **BaseExplainer._parameter_constraints,
         "k": [Interval(Integral, 1, None, closed="left")],
         "tau": [Interval(Real, 0, None, closed="neither")],
-        "warmup_epochs": [Interval(Integral, 0, None, closed="left")],
         "selector": [callable],
         "approximator": [callable],
     }
@@ -187,7 +182,6 @@ class L2XExplainer(BaseExplainer):
         k=4,
         *,
         tau=0.1,
-        warmup_epochs=0,
         selector=MLP(hidden_units=(100, 100)),
         approximator=MLP(hidden_units=(200, 200), batch_norm=True),
         max_epochs=100,
@@ -203,7 +197,6 @@ class L2XExplainer(BaseExplainer):
     ):
         self.k = k
         self.tau = tau
-        self.warmup_epochs = warmup_epochs
         self.selector = selector
         self.approximator = approximator
         self.max_epochs = max_epochs
@@ -225,7 +218,6 @@ class L2XExplainer(BaseExplainer):
             tau=self.tau,
             n_features=n_features,
             output_spec=spec,
-            warmup_epochs=self.warmup_epochs,
             **net_params,
         )
 
