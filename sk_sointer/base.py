@@ -24,7 +24,6 @@ from skorch.callbacks import Callback, ProgressBar
 from skorch.dataset import ValidSplit
 
 from .black_box import as_black_box, check_outputs, output_agreement
-from .distributions import topk_mask
 
 _OPTIMIZERS = {
     "adam": torch.optim.Adam,
@@ -145,7 +144,7 @@ class BaseExplainer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator, metac
         """
         X = self._validate_transform_input(X)
         masks = self._masks_from_scores(self._scores(X))
-        return masks.cpu().numpy().astype(X.dtype, copy=False)
+        return np.asarray(masks, dtype=X.dtype)
 
     def score(self, X, y=None):
         """Fidelity of the explanations on ``X``: higher is better.
@@ -168,9 +167,8 @@ class BaseExplainer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator, metac
         """
         check_is_fitted(self)
         X = self._validate_transform_input(X)
-        masks = self._masks_from_scores(self._scores(X))
+        masks = torch.as_tensor(np.asarray(self._masks_from_scores(self._scores(X)), np.float32))
         X_t = torch.as_tensor(_writable_float32(X))
-        masks = masks.to(torch.float32).cpu()
         if self.black_box_ is not None:
             full = self.black_box_.predict(X)
             masked = self.black_box_.predict(X * masks.numpy())
@@ -258,7 +256,8 @@ class BaseExplainer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator, metac
         return torch.cat(chunks) if chunks else torch.zeros(X_t.shape)
 
     def _masks_from_scores(self, scores):
-        return topk_mask(scores, self.k)
+        """0/1 masks (ndarray) from the scores of :meth:`_scores`: the top-k by default."""
+        return topk_mask_numpy(scores.numpy(), self.k)
 
     def _inference_device(self):
         param = next(self.net_.module_.parameters(), None)
@@ -339,6 +338,24 @@ def _predict_in_chunks(black_box, X32):
     outputs = [black_box.predict(X32[start : start + _INFERENCE_CHUNK])
                for start in range(0, X32.shape[0], _INFERENCE_CHUNK)]
     return np.concatenate(outputs).astype(np.float32, copy=False)
+
+
+def topk_mask_numpy(scores, k):
+    """k-hot float32 mask of the k largest scores per row; ties go to lower indices.
+
+    NumPy's partition finds the k-th largest score several times faster than a sort on
+    narrow rows, which matters because this runs on every explained row. Rows where a tie
+    at the boundary would keep more than k features fall back to a stable sort.
+    """
+    n_features = scores.shape[1]
+    kth = np.partition(scores, n_features - k, axis=1)[:, n_features - k, None]
+    mask = scores >= kth
+    tied = np.flatnonzero(mask.sum(axis=1) != k)
+    if tied.size:
+        order = np.argsort(-scores[tied], axis=1, kind="stable")[:, :k]
+        mask[tied] = False
+        mask[tied[:, None], order] = True
+    return mask.astype(np.float32)
 
 
 def _writable_float32(X):
