@@ -231,3 +231,28 @@ def test_score_without_model_or_outputs(explainer, xor_data):
     expl = _fit(explainer, X, y)
     with pytest.raises(ValueError, match="needs the black box's outputs"):
         expl.score(X)
+
+
+@parametrize_explainers
+def test_early_stopping_and_progress_bar(explainer, xor_data, capsys):
+    from skorch.callbacks import EarlyStopping
+
+    X, y = xor_data
+    expl = _fit(
+        explainer, X, y, max_epochs=50, train_split=0.25, verbose=1,
+        callbacks=[EarlyStopping(patience=1, threshold=10.0)],
+    )
+    history = expl.net_.history
+    assert len(history) < 50
+    assert "valid_loss" in history[-1]
+    assert "%|" in capsys.readouterr().err  # the tqdm bar, on stderr
+    np.testing.assert_array_equal(expl.transform(X).sum(axis=1), expl.k)
+
+
+@parametrize_explainers
+def test_cuda_requested_without_cuda(explainer, xor_data):
+    if torch.cuda.is_available():
+        pytest.skip("CUDA is available here")
+    X, y = xor_data
+    with pytest.raises(ValueError, match="CUDA is not available"):
+        clone(explainer).set_params(device="cuda").fit(X, y)
