@@ -1,0 +1,91 @@
+"""Quality and speed of every explainer on the synthetic data sets with known answers.
+
+Writes ``benchmarks/results/synthetic_<profile>.json`` (machine description, profile and one
+record per data set and method, saved after every record) and the matching RST table
+``synthetic_<profile>.rst``; ``--update-readme`` also puts the table into README.rst between
+``.. results-table-start`` and ``.. results-table-end``.
+
+    python benchmarks/bench_synthetic.py --profile fast    # smoke run, a few minutes
+    python benchmarks/bench_synthetic.py --profile full    # the numbers in the README
+"""
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+# Small networks on a small shared CPU run far slower with several BLAS/OpenMP threads; this
+# must be set before numpy is imported. ``--threads`` raises the limits at run time.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+# Run as a script, the harness next to this file is importable as ``common``.
+import common  # noqa: E402
+
+README = Path(__file__).resolve().parents[1] / "README.rst"
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--profile", choices=sorted(common.PROFILES), default="fast",
+                        help="fast: a CI smoke run; full: the README's numbers (default: fast)")
+    parser.add_argument("--datasets", nargs="+", choices=list(common.DATASETS), metavar="NAME",
+                        help=f"data sets to run, among {', '.join(common.DATASETS)} "
+                        "(default: all)")
+    parser.add_argument("--methods", nargs="+", choices=[*common.OURS, *common.PEERS],
+                        metavar="NAME",
+                        help="methods to run, among "
+                        f"{', '.join([*common.OURS, *common.PEERS])} (default: all available)")
+    parser.add_argument("--no-peers", action="store_true",
+                        help="run only sk_sointer's explainers (no shap, lime or captum)")
+    parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
+                        help="device of our explainers, EVAL-X and the captum model "
+                        "(default: auto, CUDA when available)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch and BLAS threads (default: 1)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="JSON file to write (default: benchmarks/results/"
+                        "synthetic_<profile>.json); the RST table goes next to it")
+    parser.add_argument("--update-readme", action="store_true",
+                        help="replace README.rst's results block with this run's table")
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    profile = common.PROFILES[args.profile]
+    methods = args.methods or [*common.OURS, *common.PEERS]
+    if args.no_peers:
+        methods = [method for method in methods if method in common.OURS]
+    out = args.out or common.RESULTS_DIR / f"synthetic_{profile.name}.json"
+    machine = common.machine_info(args.device, args.threads)
+
+    start = time.perf_counter()
+
+    def save(records):
+        machine["wall_s"] = round(time.perf_counter() - start, 1)
+        common.save_results(out, records, machine, profile)
+
+    def log(line):
+        print(f"[{time.perf_counter() - start:7.1f} s] {line}", file=sys.stderr, flush=True)
+
+    records = common.run_benchmark(profile, dataset_names=args.datasets, methods=methods,
+                                   device=args.device, threads=args.threads, on_record=save,
+                                   log=log)
+    save(records)
+    table = common.render_rst(records, machine, profile)
+    out.with_suffix(".rst").write_text(table, encoding="utf-8")
+    if args.update_readme:
+        common.update_readme(README, table)
+    print(table)
+    failed = [f"{r['dataset']}/{r['method']}: {r['error']}" for r in records if r["error"]]
+    for line in failed:
+        log(f"failed {line}")
+    log(f"done: {len(records)} records ({len(failed)} failed), wall time "
+        f"{machine['wall_s']:.0f} s; results in {out}")
+
+
+if __name__ == "__main__":
+    main()
