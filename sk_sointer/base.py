@@ -298,7 +298,8 @@ class _EpochProgress(Callback):
     def on_train_begin(self, net, **kwargs):
         from tqdm.auto import tqdm
 
-        self.bar_ = tqdm(total=net.max_epochs, desc=type(net).__name__.lstrip("_"), leave=False)
+        # disable=None: no bar when stderr is not a terminal (logs, CI), as tqdm advises.
+        self.bar_ = tqdm(total=net.max_epochs, desc=type(net).__name__, leave=False, disable=None)
 
     def on_epoch_end(self, net, **kwargs):
         self.bar_.update(1)
