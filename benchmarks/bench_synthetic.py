@@ -48,6 +48,9 @@ def parse_args(argv=None):
     parser.add_argument("--out", type=Path, default=None,
                         help="JSON file to write (default: benchmarks/results/"
                         "synthetic_<profile>.json); the RST table goes next to it")
+    parser.add_argument("--merge", action="store_true",
+                        help="keep the records of --out that this run does not redo (same "
+                        "data set and method), so a partial rerun updates a full table")
     parser.add_argument("--update-readme", action="store_true",
                         help="replace README.rst's results block with this run's table")
     return parser.parse_args(argv)
@@ -63,10 +66,11 @@ def main(argv=None):
     machine = common.machine_info(args.device, args.threads)
 
     start = time.perf_counter()
+    kept = common.load_records(out) if args.merge and out.exists() else []
 
     def save(records):
         machine["wall_s"] = round(time.perf_counter() - start, 1)
-        common.save_results(out, records, machine, profile)
+        common.save_results(out, common.merge_records(kept, records), machine, profile)
 
     def log(line):
         print(f"[{time.perf_counter() - start:7.1f} s] {line}", file=sys.stderr, flush=True)
@@ -75,6 +79,7 @@ def main(argv=None):
                                    device=args.device, threads=args.threads, on_record=save,
                                    log=log)
     save(records)
+    records = common.merge_records(kept, records)
     table = common.render_rst(records, machine, profile)
     out.with_suffix(".rst").write_text(table, encoding="utf-8")
     if args.update_readme:

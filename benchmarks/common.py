@@ -726,6 +726,19 @@ def save_results(path, records, machine, profile):
     os.replace(tmp, path)
 
 
+def load_records(path):
+    """The records of a results file written by :func:`save_results`."""
+    return json.loads(Path(path).read_text(encoding="utf-8"))["records"]
+
+
+def merge_records(kept, new):
+    """``kept`` records not redone in ``new``, then ``new``, in data set order."""
+    redone = {(record["dataset"], record["method"]) for record in new}
+    merged = [r for r in kept if (r["dataset"], r["method"]) not in redone] + list(new)
+    order = {name: i for i, name in enumerate(DATASETS)}
+    return sorted(merged, key=lambda record: order.get(record["dataset"], len(order)))
+
+
 def _profile_dict(profile):
     return {key: getattr(profile, key) for key in profile.__dataclass_fields__}
 

@@ -208,3 +208,10 @@ def test_peer_masks_are_top_k_of_absolute_attributions():
     attributions = np.array([[0.1, -0.9, 0.5, 0.5], [0.0, 0.0, 0.0, -0.2]])
     np.testing.assert_array_equal(common.topk_of_abs(attributions, 2),
                                   [[0, 1, 1, 0], [1, 0, 0, 1]])
+
+
+def test_merge_keeps_records_not_redone():
+    kept = [{"dataset": "S1", "method": "l2x", "v": 1}, {"dataset": "xor", "method": "lime", "v": 2}]
+    new = [{"dataset": "S1", "method": "l2x", "v": 3}]
+    merged = common.merge_records(kept, new)
+    assert [(r["dataset"], r["method"], r["v"]) for r in merged] == [("xor", "lime", 2), ("S1", "l2x", 3)]
