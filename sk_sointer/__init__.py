@@ -2,8 +2,17 @@
 
 from ._networks import MLP
 from .black_box import BlackBox, as_black_box
-from .explainers import L2XExplainer
+from .explainers import L2XExplainer, RealXExplainer
+from .metrics import EvalXEvaluator
 
 __version__ = "0.1.0"
 
-__all__ = ["BlackBox", "L2XExplainer", "MLP", "__version__", "as_black_box"]
+__all__ = [
+    "BlackBox",
+    "EvalXEvaluator",
+    "L2XExplainer",
+    "MLP",
+    "RealXExplainer",
+    "__version__",
+    "as_black_box",
+]
