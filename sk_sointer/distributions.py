@@ -233,7 +233,8 @@ class RebarBernoulli(Distribution):
 
     def rsample(self, sample_shape=torch.Size()):
         """The relaxed sample ``sigma(z / tau)`` of eq. 8."""
-        logistic = _logistic(self.logits, _uniform(self._extended_shape(sample_shape), self.logits))
+        shape = self._extended_shape(sample_shape)
+        logistic = _logistic(self.logits.expand(shape), _uniform(shape, self.logits))
         return torch.sigmoid(logistic / self.temperature)
 
     def rebar_sample(self, sample_shape=torch.Size()):

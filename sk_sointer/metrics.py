@@ -414,14 +414,16 @@ class EvalXEvaluator(BaseEstimator):
         Give the network the mask next to ``x ⊙ mask``, so that a masked feature is told
         apart from an observed 0 (see :class:`~sk_sointer.RealXExplainer`).
 
-    max_epochs : int, default=60
-        Passes over the training data.
+    max_epochs : int, default=100
+        Passes over the training data (the default matches the predictor-only epochs of
+        :class:`~sk_sointer.RealXExplainer`).
 
     batch_size : int, default=256
         Rows per optimisation step.
 
     lr : float, default=1e-3
-        Learning rate.
+        Initial learning rate; it decays to 0 over ``max_epochs`` (cosine), which the
+        random-mask objective needs to resolve small conditional effects.
 
     weight_decay : float, default=0.0
         L2 penalty on the network's weights (the optimizer's ``weight_decay``).
@@ -532,7 +534,7 @@ class EvalXEvaluator(BaseEstimator):
         *,
         predictor=MLP(hidden_units=(200, 200), batch_norm=True),
         append_mask=True,
-        max_epochs=60,
+        max_epochs=100,
         batch_size=256,
         lr=1e-3,
         weight_decay=0.0,
