@@ -37,11 +37,13 @@ _OPTIMIZERS = {
 _INFERENCE_CHUNK = 65_536
 
 
-class BaseExplainer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator, metaclass=ABCMeta):
-    """Base class of the amortized instance-wise feature-selection explainers.
+class _SkorchEstimatorMixin:
+    """Training plumbing shared by the explainers and the EVAL-X evaluator.
 
-    Not meant to be used directly: use a subclass such as
-    :class:`~sk_sointer.L2XExplainer`. The shared parameters are described there.
+    Both learn from ``X`` and a black box (the model, or its outputs on ``X``), expose
+    skorch's training knobs as flat parameters and keep their network factories as
+    parameters. The class supplies ``_build_net(n_features, spec, **net_params)``;
+    :meth:`_fit` adapts the black box, seeds torch and trains the net as ``net_``.
     """
 
     # Route a model given as ``fit(X, black_box=model)`` when metadata routing is enabled.
@@ -63,6 +65,98 @@ class BaseExplainer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator, metac
         "verbose": ["verbose"],
     }
 
+    def _check_params(self, n_features):
+        """Check parameters that depend on the data; subclasses extend it."""
+
+    def _fit(self, X, y, black_box):
+        X = validate_data(self, X, dtype=[np.float32, np.float64], ensure_min_samples=2)
+        self._check_params(X.shape[1])
+        X32 = _writable_float32(X)
+        model, targets, spec = self._resolve_targets(X32, y, black_box)
+        self.black_box_ = model
+        self.output_spec_ = spec
+
+        device = _resolve_device(self.device)
+        with _seeded(self.random_state, device) as seed:
+            self.net_ = self._build_net(X.shape[1], spec, **self._net_params(device, seed, X.shape[0]))
+            self.net_.fit(X32, targets)
+        return self
+
+    def _resolve_targets(self, X32, y, black_box):
+        name = type(self).__name__
+        if black_box is not None and y is not None:
+            raise ValueError(
+                f"{name}.fit got both y and black_box: pass the model as black_box (or as y), "
+                "or its outputs as y, not both."
+            )
+        model = black_box
+        if model is None and y is not None and _is_model(y):
+            model = y
+        if model is not None:
+            model = as_black_box(model)
+            targets = _predict_in_chunks(model, X32)
+            return model, targets, model.spec
+        if y is None:
+            raise ValueError(
+                f"{name} requires y to be passed, but the target y is None: pass the black "
+                "box's outputs on X as y, or the model as black_box."
+            )
+        if self._requires_model:
+            raise ValueError(
+                f"{name} must query the black box on masked inputs, so it needs the model "
+                "itself (fit(X, black_box=model)); it got only the model's outputs."
+            )
+        targets, spec = check_outputs(y, X32.shape[0])
+        return None, targets, spec
+
+    def _net_params(self, device, seed, n_samples):
+        params = {
+            "max_epochs": self.max_epochs,
+            "batch_size": self.batch_size,
+            "lr": self.lr,
+            "optimizer": _OPTIMIZERS.get(self.optimizer, self.optimizer),
+            "optimizer__weight_decay": self.weight_decay,
+            "device": device,
+            "iterator_train__shuffle": True,
+            # A last batch of a single row would break batch normalisation in training.
+            "iterator_train__drop_last": n_samples > self.batch_size
+            and n_samples % self.batch_size == 1,
+            "train_split": self._train_split(seed),
+            "callbacks": list(self.callbacks or []),
+            "verbose": int(self.verbose >= 2),
+        }
+        if self.verbose == 1:
+            params["callbacks"].append(("epoch_progress", _EpochProgress()))
+        elif self.verbose >= 2:
+            params["callbacks"].append(("progress_bar", ProgressBar()))
+        return params
+
+    def _train_split(self, seed):
+        if self.train_split is None or callable(self.train_split):
+            return self.train_split
+        return ValidSplit(self.train_split, stratified=False, random_state=seed)
+
+    def set_params(self, **params):
+        # Nested network factories (``selector__hidden_units=...``) are replaced by copies
+        # before they are changed: a default factory object is shared by every instance
+        # built without an explicit one, and must not be mutated through one of them.
+        for name in {key.split("__", 1)[0] for key in params if "__" in key}:
+            value = getattr(self, name, None)
+            if hasattr(value, "get_params"):
+                setattr(self, name, clone(value))
+        return super().set_params(**params)
+
+
+class BaseExplainer(
+    _SkorchEstimatorMixin, OneToOneFeatureMixin, TransformerMixin, BaseEstimator,
+    metaclass=ABCMeta,
+):
+    """Base class of the amortized instance-wise feature-selection explainers.
+
+    Not meant to be used directly: use a subclass such as
+    :class:`~sk_sointer.L2XExplainer`. The shared parameters are described there.
+    """
+
     @abstractmethod
     def _build_net(self, n_features, spec, **net_params):
         """Return the method's (uninitialised) skorch net."""
@@ -76,7 +170,6 @@ class BaseExplainer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator, metac
         """The method's own predictor on masked inputs, as output probabilities or values."""
 
     def _check_params(self, n_features):
-        """Check parameters that depend on the data; subclasses extend it."""
         k = getattr(self, "k", None)
         if k is not None and k > n_features:
             raise ValueError(f"k should be <= n_features = {n_features}; got {k}.")
@@ -101,18 +194,7 @@ class BaseExplainer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator, metac
         self : object
             The fitted explainer.
         """
-        X = validate_data(self, X, dtype=[np.float32, np.float64], ensure_min_samples=2)
-        self._check_params(X.shape[1])
-        X32 = _writable_float32(X)
-        model, targets, spec = self._resolve_targets(X32, y, black_box)
-        self.black_box_ = model
-        self.output_spec_ = spec
-
-        device = _resolve_device(self.device)
-        with _seeded(self.random_state, device) as seed:
-            self.net_ = self._build_net(X.shape[1], spec, **self._net_params(device, seed, X.shape[0]))
-            self.net_.fit(X32, targets)
-        return self
+        return self._fit(X, y, black_box)
 
     def explain(self, X):
         """Real-valued importance scores behind the masks (higher means more relied on).
@@ -184,60 +266,6 @@ class BaseExplainer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator, metac
 
     # -- helpers -------------------------------------------------------------------------
 
-    def _resolve_targets(self, X32, y, black_box):
-        name = type(self).__name__
-        if black_box is not None and y is not None:
-            raise ValueError(
-                f"{name}.fit got both y and black_box: pass the model as black_box (or as y), "
-                "or its outputs as y, not both."
-            )
-        model = black_box
-        if model is None and y is not None and _is_model(y):
-            model = y
-        if model is not None:
-            model = as_black_box(model)
-            targets = _predict_in_chunks(model, X32)
-            return model, targets, model.spec
-        if y is None:
-            raise ValueError(
-                f"{name} requires y to be passed, but the target y is None: pass the black "
-                "box's outputs on X as y, or the model as black_box."
-            )
-        if self._requires_model:
-            raise ValueError(
-                f"{name} must query the black box on masked inputs, so it needs the model "
-                "itself (fit(X, black_box=model)); it got only the model's outputs."
-            )
-        targets, spec = check_outputs(y, X32.shape[0])
-        return None, targets, spec
-
-    def _net_params(self, device, seed, n_samples):
-        params = {
-            "max_epochs": self.max_epochs,
-            "batch_size": self.batch_size,
-            "lr": self.lr,
-            "optimizer": _OPTIMIZERS.get(self.optimizer, self.optimizer),
-            "optimizer__weight_decay": getattr(self, "weight_decay", 0.0),
-            "device": device,
-            "iterator_train__shuffle": True,
-            # A last batch of a single row would break batch normalisation in training.
-            "iterator_train__drop_last": n_samples > self.batch_size
-            and n_samples % self.batch_size == 1,
-            "train_split": self._train_split(seed),
-            "callbacks": list(self.callbacks or []),
-            "verbose": int(self.verbose >= 2),
-        }
-        if self.verbose == 1:
-            params["callbacks"].append(("epoch_progress", _EpochProgress()))
-        elif self.verbose >= 2:
-            params["callbacks"].append(("progress_bar", ProgressBar()))
-        return params
-
-    def _train_split(self, seed):
-        if self.train_split is None or callable(self.train_split):
-            return self.train_split
-        return ValidSplit(self.train_split, stratified=False, random_state=seed)
-
     def _validate_transform_input(self, X):
         check_is_fitted(self)
         return validate_data(self, X, dtype=[np.float32, np.float64], reset=False)
@@ -262,16 +290,6 @@ class BaseExplainer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator, metac
     def _inference_device(self):
         param = next(self.net_.module_.parameters(), None)
         return param.device if param is not None else torch.device("cpu")
-
-    def set_params(self, **params):
-        # Nested network factories (``selector__hidden_units=...``) are replaced by copies
-        # before they are changed: a default factory object is shared by every instance
-        # built without an explicit one, and must not be mutated through one of them.
-        for name in {key.split("__", 1)[0] for key in params if "__" in key}:
-            value = getattr(self, name, None)
-            if hasattr(value, "get_params"):
-                setattr(self, name, clone(value))
-        return super().set_params(**params)
 
     def __getstate__(self):
         state = super().__getstate__()

@@ -8,12 +8,21 @@ passed as ``scoring`` to model-selection tools.
 import numbers
 
 import numpy as np
+import torch
+from sklearn.base import BaseEstimator, _fit_context
+from sklearn.metrics import r2_score, roc_auc_score
 from sklearn.utils import check_array, check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .black_box import as_black_box, output_agreement
+from ._networks import MLP, output_loss, output_values
+from .base import _INFERENCE_CHUNK, _SkorchEstimatorMixin, _writable_float32
+from .black_box import as_black_box, check_outputs, output_agreement
 from .datasets import CONTROL_FLOW_FEATURE
+from .explainers._realx import RandomMaskPredictorNet
 
 __all__ = [
+    "EvalXEvaluator",
+    "encoding_gap",
     "posthoc_accuracy",
     "control_flow_selection_rate",
     "false_discovery_rate",
@@ -372,29 +381,12 @@ fdr_scorer = _TransformScorer(false_discovery_rate, greater_is_better=False)
 # A model trained on random masks, independent of the data, judges selections without
 # being fooled by selections that encode the prediction (REAL-X paper, eq. 5). The
 # training step is REAL-X's predictor step, imported so that the maths lives in one place.
-# These imports sit here because this section was appended to the module.
-
-from numbers import Integral, Real  # noqa: E402
-
-import torch  # noqa: E402
-from sklearn.base import BaseEstimator, _fit_context, clone  # noqa: E402
-from sklearn.metrics import r2_score, roc_auc_score  # noqa: E402
-from sklearn.utils._param_validation import Interval, StrOptions  # noqa: E402
-from sklearn.utils.validation import check_is_fitted, validate_data  # noqa: E402
-
-from ._networks import MLP, output_loss, output_values  # noqa: E402
-from .base import _INFERENCE_CHUNK, BaseExplainer, _resolve_device, _seeded  # noqa: E402
-from .base import _writable_float32  # noqa: E402
-from .black_box import check_outputs  # noqa: E402
-from .explainers._realx import RandomMaskPredictorNet  # noqa: E402
-
-__all__ += ["EvalXEvaluator", "encoding_gap"]
 
 # Metrics of score_masks for which lower is better; scorers negate them.
 _LOWER_IS_BETTER = {"eNLL", "eMSE"}
 
 
-class EvalXEvaluator(BaseEstimator):
+class EvalXEvaluator(_SkorchEstimatorMixin, BaseEstimator):
     """EVAL-X: an evaluator of feature selections trained only on random masks.
 
     A predictor ``q_eval(y | x ⊙ r)`` is trained on masks ``r_j ~ Bernoulli(0.5)`` drawn
@@ -515,18 +507,9 @@ class EvalXEvaluator(BaseEstimator):
     _requires_model = False
 
     _parameter_constraints: dict = {
+        **_SkorchEstimatorMixin._parameter_constraints,
         "predictor": [callable],
         "append_mask": ["boolean"],
-        "max_epochs": [Interval(Integral, 1, None, closed="left")],
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
-        "lr": [Interval(Real, 0, None, closed="neither")],
-        "weight_decay": [Interval(Real, 0, None, closed="left")],
-        "optimizer": BaseExplainer._parameter_constraints["optimizer"],
-        "callbacks": [list, None],
-        "train_split": [Interval(Real, 0, 1, closed="neither"), callable, None],
-        "device": [StrOptions({"auto", "cpu", "cuda"}), str],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
     }
 
     def __init__(
@@ -558,20 +541,14 @@ class EvalXEvaluator(BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    # The evaluator takes the black box (or its outputs, or labels) and the training knobs
-    # exactly as the explainers do, so it borrows their handling rather than copy it.
-    _resolve_targets = BaseExplainer._resolve_targets
-    _net_params = BaseExplainer._net_params
-    _train_split = BaseExplainer._train_split
-
-    def set_params(self, **params):
-        # As for the explainers: a nested factory (``predictor__hidden_units=...``) is
-        # copied before it is changed, since the default object is shared by instances.
-        for name in {key.split("__", 1)[0] for key in params if "__" in key}:
-            value = getattr(self, name, None)
-            if hasattr(value, "get_params"):
-                setattr(self, name, clone(value))
-        return super().set_params(**params)
+    def _build_net(self, n_features, spec, **net_params):
+        return RandomMaskPredictorNet(
+            self.predictor,
+            n_features=n_features,
+            output_spec=spec,
+            append_mask=self.append_mask,
+            **net_params,
+        )
 
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y=None, *, black_box=None):
@@ -592,22 +569,7 @@ class EvalXEvaluator(BaseEstimator):
         self : object
             The fitted evaluator.
         """
-        X = validate_data(self, X, dtype=[np.float32, np.float64], ensure_min_samples=2)
-        X32 = _writable_float32(X)
-        model, targets, spec = self._resolve_targets(X32, y, black_box)
-        self.black_box_ = model
-        self.output_spec_ = spec
-        device = _resolve_device(self.device)
-        with _seeded(self.random_state, device) as seed:
-            self.net_ = RandomMaskPredictorNet(
-                self.predictor,
-                n_features=X.shape[1],
-                output_spec=spec,
-                append_mask=self.append_mask,
-                **self._net_params(device, seed, X.shape[0]),
-            )
-            self.net_.fit(X32, targets)
-        return self
+        return self._fit(X, y, black_box)
 
     def predict_masked(self, X, masks):
         """The evaluator's outputs on ``x ⊙ mask``: probabilities, or values for regression.
