@@ -815,20 +815,20 @@ def render_rst(records, machine, profile):
         f"{profile.n_train:,}, {profile.n_explain:,} explained rows per data set; run on {machine['date'][:10]} "
         f"on {hardware}, torch {machine['torch']}. Median rank: lower is better, the optimum "
         "in parentheses. TPR, FDR, CFSR (control-flow selection rate) and eACC (EVAL-X "
-        "accuracy) in %. Peers select the k largest absolute attributions, with the k of "
+        "accuracy) in %; eAUROC: EVAL-X's AUROC. Peers select the k largest absolute attributions, with the k of "
         "L2X; IG: integrated gradients. Explain: milliseconds per row. Throughput: time of a bare "
         f"forward pass of the selector over time of ``transform``, on {profile.n_timing:,} "
         "rows (1.0 = no overhead)."
     )
     lines = [*textwrap.wrap(caption, width=92), ""]
     header = ["Data set", "Method", "Median rank\n(optimum)", "TPR %", "FDR %", "CFSR %",
-              "eACC %", "Fit s", "Explain\nms/row", "Throughput"]
+              "eACC %", "eAUROC", "Fit s", "Explain\nms/row", "Throughput"]
     rows = []
     for i, r in enumerate(main):
         # The data set is named on the first of its rows only.
         dataset = r["dataset_label"] if i == 0 or main[i - 1]["dataset"] != r["dataset"] else ""
         if r["error"] is not None:
-            rows.append([dataset, _method_cell(r), _FAILED, *[_DASH] * 7])
+            rows.append([dataset, _method_cell(r), _FAILED, *[_DASH] * 8])
             continue
         rows.append([
             dataset,
@@ -838,6 +838,7 @@ def render_rst(records, machine, profile):
             _pct(r["fdr"]),
             _pct(r["cfsr"]),
             _pct(r["eacc"]),
+            _num(r["eauroc"], ".3f"),
             _num(r["fit_s"], ".3g"),
             _num(r["explain_ms_per_row"], ".3g"),
             _num(r["throughput_ratio"], ".2f"),

@@ -83,7 +83,7 @@ def test_rst_table_renders_one_row_per_record(s1_run):
         table.append(line)
     # A grid table's column separators line up in every line, borders and cells alike.
     columns = {tuple(i for i, char in enumerate(line) if char in "+|") for line in table}
-    assert len(columns) == 1 and len(next(iter(columns))) == 11  # 10 columns
+    assert len(columns) == 1 and len(next(iter(columns))) == 12  # 11 columns
     header_end = next(i for i, line in enumerate(table) if line.startswith("   +="))
     assert sum(line.startswith("   +-") for line in table[header_end:]) == len(s1_run)
     assert "L2X (k = 4)" in text and "``smoke``" in text
