@@ -41,6 +41,12 @@ class MLP(BaseEstimator):
     dropout : float, default=0.0
         Dropout probability after each hidden layer.
 
+    zero_output : bool, default=False
+        Start the output layer's weights and biases at zero, so that the network's first
+        outputs are 0 whatever the input. A selector built this way starts with equal
+        logits for every feature, and which features it comes to prefer is decided by the
+        training signal rather than by the random initial weights.
+
     Examples
     --------
     >>> import torch
@@ -50,11 +56,19 @@ class MLP(BaseEstimator):
     torch.Size([5, 2])
     """
 
-    def __init__(self, hidden_units=(100, 100), activation="relu", batch_norm=False, dropout=0.0):
+    def __init__(
+        self,
+        hidden_units=(100, 100),
+        activation="relu",
+        batch_norm=False,
+        dropout=0.0,
+        zero_output=False,
+    ):
         self.hidden_units = hidden_units
         self.activation = activation
         self.batch_norm = batch_norm
         self.dropout = dropout
+        self.zero_output = zero_output
 
     def __call__(self, in_features, out_features):
         if self.activation not in _ACTIVATIONS:
@@ -77,6 +91,8 @@ class MLP(BaseEstimator):
         layers.append(nn.Linear(width, out_features))
         module = nn.Sequential(*layers)
         _glorot_init(module, self.activation)
+        if self.zero_output:
+            nn.init.zeros_(layers[-1].weight)
         return module
 
     def __sklearn_is_fitted__(self):

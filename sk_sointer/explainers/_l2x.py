@@ -80,9 +80,13 @@ class L2XExplainer(BaseExplainer):
     tau : float, default=0.1
         Temperature of the k-subset Concrete relaxation; lower is closer to discrete.
 
-    selector : callable, default=MLP(hidden_units=(100, 100))
+    selector : callable, default=MLP(hidden_units=(100, 100), zero_output=True)
         Factory ``(in_features, out_features) -> torch.nn.Module`` of the selector network.
-        Nested options are set with ``selector__hidden_units`` and the like.
+        Nested options are set with ``selector__hidden_units`` and the like. The default
+        starts from equal logits for every feature (the released code used random
+        Glorot weights there): with random output weights, a noise feature that happened
+        to start with a high logit in every row was often kept in place of a weak true
+        feature, and on the switch data set the switch itself was dropped more often.
 
     approximator : callable, default=MLP(hidden_units=(200, 200), batch_norm=True)
         Factory of the approximator network that predicts the black box from ``x ⊙ mask``.
@@ -182,7 +186,7 @@ class L2XExplainer(BaseExplainer):
         k=4,
         *,
         tau=0.1,
-        selector=MLP(hidden_units=(100, 100)),
+        selector=MLP(hidden_units=(100, 100), zero_output=True),
         approximator=MLP(hidden_units=(200, 200), batch_norm=True),
         max_epochs=100,
         batch_size=1000,
