@@ -501,11 +501,6 @@ class EvalXEvaluator(_SkorchEstimatorMixin, BaseEstimator):
     True
     """
 
-    # Route a model given as ``fit(X, black_box=model)`` when metadata routing is enabled.
-    __metadata_request__fit = {"black_box": True}
-
-    _requires_model = False
-
     _parameter_constraints: dict = {
         **_SkorchEstimatorMixin._parameter_constraints,
         "predictor": [callable],
