@@ -83,7 +83,7 @@ def test_rst_table_renders_one_row_per_record(s1_run):
         table.append(line)
     # A grid table's column separators line up in every line, borders and cells alike.
     columns = {tuple(i for i, char in enumerate(line) if char in "+|") for line in table}
-    assert len(columns) == 1 and len(next(iter(columns))) == 12  # 11 columns
+    assert len(columns) == 1 and len(next(iter(columns))) == 13  # 12 columns
     header_end = next(i for i, line in enumerate(table) if line.startswith("   +="))
     assert sum(line.startswith("   +-") for line in table[header_end:]) == len(s1_run)
     assert "L2X (k = 4)" in text and "``smoke``" in text
@@ -142,6 +142,10 @@ class _StubEvaluator(BaseEstimator):
         self.calls.append(("score_masks", masks.shape, y is not None))
         return {"eACC": 0.25, "eAUROC": 0.5, "eNLL": 0.75}
 
+    def predict_masked(self, X, masks):
+        # Class 1 in every row: the expected accuracy is then the mean of P(y = 1 | x).
+        return np.tile([0.2, 0.8], (len(X), 1))
+
 
 def test_one_evaluator_per_data_set_judges_every_method(monkeypatch):
     monkeypatch.setattr(common.metrics, "EvalXEvaluator", _StubEvaluator, raising=False)
@@ -158,6 +162,8 @@ def test_one_evaluator_per_data_set_judges_every_method(monkeypatch):
         assert record["error"] is None, record["traceback"]
         assert (record["eacc"], record["eauroc"], record["enll"]) == (0.25, 0.5, 0.75)
         assert record["evalx_error"] is None and record["evalx_fit_s"] >= 0
+    _, _, _, proba = common.DATASETS["xor"].draw(50, common.EXPLAIN_SEED, return_proba=True)
+    assert records[0]["eacc_expected"] == pytest.approx(proba.mean())
 
 
 def test_a_failing_data_set_fails_its_methods_only(monkeypatch):
