@@ -45,6 +45,9 @@ def parse_args(argv=None):
                         "(default: auto, CUDA when available)")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch and BLAS threads (default: 1)")
+    parser.add_argument("--seeds", type=int, default=1,
+                        help="fit our explainers with this many seeds and record each seed's "
+                             "median rank (every other metric is seed 0's)")
     parser.add_argument("--out", type=Path, default=None,
                         help="JSON file to write (default: benchmarks/results/"
                         "synthetic_<profile>.json); the RST table goes next to it")
@@ -76,7 +79,8 @@ def main(argv=None):
         print(f"[{time.perf_counter() - start:7.1f} s] {line}", file=sys.stderr, flush=True)
 
     records = common.run_benchmark(profile, dataset_names=args.datasets, methods=methods,
-                                   device=args.device, threads=args.threads, on_record=save,
+                                   device=args.device, threads=args.threads,
+                                   seeds=args.seeds, on_record=save,
                                    log=log)
     save(records)
     records = common.merge_records(kept, records)

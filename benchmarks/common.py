@@ -483,6 +483,12 @@ def _run_ours(method, spec, data, profile, device):
     }
 
 
+def _median_rank_with_seed(method, spec, data, profile, device, seed):
+    explainer = _our_explainer(method, spec, profile, device).set_params(random_state=seed)
+    explainer.fit(data.X_train, black_box=data.model)
+    return metrics.median_rank(data.relevant_explain, explainer.transform(data.X_explain))
+
+
 def _own_predictor(explainer, data, masks):
     """The method's own predictor on its own masks (L2X's approximator, REAL-X's predictor).
 
@@ -575,12 +581,13 @@ def _run_captum(method, data, profile, device):
 # -------
 
 RECORD_FIELDS = (
-    "profile", "dataset", "dataset_label", "method", "method_label", "k", "params", "n_features",
-    "n_train", "n_black_box", "n_explain", "median_rank", "median_rank_optimum", "tpr", "fdr", "cfsr",
-    "mean_selected", "posthoc_acc", "eacc", "eacc_expected", "eauroc", "enll", "own_agreement", "own_acc",
-    "fit_s", "setup_s", "explain_ms_per_row", "explain_timing", "throughput_ratio",
-    "forward_ms", "transform_ms", "n_timing", "black_box_acc", "black_box_fit_s",
-    "evalx_fit_s", "evalx_error", "error", "traceback",
+    "profile", "dataset", "dataset_label", "method", "method_label", "k", "params",
+    "n_features", "n_train", "n_black_box", "n_explain", "median_rank", "median_rank_optimum",
+    "tpr", "fdr", "cfsr", "mean_selected", "posthoc_acc", "eacc", "eacc_expected", "eauroc",
+    "enll", "own_agreement", "own_acc", "median_rank_seeds", "fit_s", "setup_s",
+    "explain_ms_per_row", "explain_timing", "throughput_ratio", "forward_ms", "transform_ms",
+    "n_timing", "black_box_acc", "black_box_fit_s", "evalx_fit_s", "evalx_error", "error",
+    "traceback",
 )
 
 
@@ -595,7 +602,7 @@ def _resolve_device(device):
 
 
 def run_benchmark(profile, *, dataset_names=None, methods=None, device="auto", threads=1,
-                  on_record=None, log=None):
+                  seeds=1, on_record=None, log=None):
     """Run every (data set, method) pair and return one record (a dict) per pair.
 
     Parameters
@@ -611,6 +618,10 @@ def run_benchmark(profile, *, dataset_names=None, methods=None, device="auto", t
         Where our explainers, the EVAL-X evaluator and the captum copy of the MLP run.
     threads : int, default=1
         torch and BLAS threads for the whole run.
+    seeds : int, default=1
+        Fit each of our explainers with this many seeds (0, 1, ...). Every metric comes
+        from seed 0; the record also lists the median rank of every seed
+        (``median_rank_seeds``), which shows how much one seed's number is a draw.
     on_record : callable, default=None
         Called with the list of records so far after each one, e.g. to save progress.
     log : callable, default=None
@@ -640,7 +651,9 @@ def run_benchmark(profile, *, dataset_names=None, methods=None, device="auto", t
                 data, data_error = prepared[spec.data_key]
                 for method in [m for m in methods if m in OURS or not spec.probe]:
                     log(f"{spec.name}: {method}")
-                    records.append(_run_one(spec, method, data, data_error, profile, device))
+                    records.append(
+                        _run_one(spec, method, data, data_error, profile, device, seeds)
+                    )
                     if on_record is not None:
                         on_record(records)
     finally:
@@ -656,7 +669,7 @@ def _prepare_or_error(spec, profile, device, needs_evaluator):
         return None, exc
 
 
-def _run_one(spec, method, data, data_error, profile, device):
+def _run_one(spec, method, data, data_error, profile, device, seeds=1):
     record = dict.fromkeys(RECORD_FIELDS)
     record.update(profile=profile.name, dataset=spec.name, dataset_label=spec.label,
                   method=method, method_label=METHOD_LABELS[method], k=method_k(method, spec),
@@ -674,6 +687,11 @@ def _run_one(spec, method, data, data_error, profile, device):
         masks, timing = runner(method, spec, data, profile, device)
         record.update(timing)
         record.update(mask_quality(spec, data, masks, data.evaluator))
+        if method in OURS and seeds > 1:
+            record["median_rank_seeds"] = [record["median_rank"]] + [
+                _median_rank_with_seed(method, spec, data, profile, device, TRAIN_SEED + seed)
+                for seed in range(1, seeds)
+            ]
     except Exception as exc:  # noqa: BLE001 - one failed method must not end the run
         record.update(error=_describe(exc), traceback=_short_traceback(exc))
     return record
@@ -857,6 +875,15 @@ def render_rst(records, machine, profile):
             _num(r["throughput_ratio"], ".2f"),
         ])
     lines += _grid_table("Synthetic data sets", header, rows)
+    spread = [r for r in main if r.get("median_rank_seeds")]
+    if spread:
+        lines += ["", "Median rank over explainer seeds (the table shows seed 0):", ""]
+        for r in spread:
+            ranks = r["median_rank_seeds"]
+            lines.append(
+                f"- {r['method_label']} on {r['dataset_label']}: mean {np.mean(ranks):.2f} "
+                f"over {len(ranks)} seeds ({', '.join(f'{rank:.2f}' for rank in ranks)})"
+            )
     if probe:
         probe_caption = (
             "Encoding probe: XOR with k = 1. One feature alone says nothing about the XOR "

@@ -221,3 +221,20 @@ def test_merge_keeps_records_not_redone():
     new = [{"dataset": "S1", "method": "l2x", "v": 3}]
     merged = common.merge_records(kept, new)
     assert [(r["dataset"], r["method"], r["v"]) for r in merged] == [("xor", "lime", 2), ("S1", "l2x", 3)]
+
+
+def test_extra_seeds_record_each_seeds_median_rank():
+    records = common.run_benchmark(TINY, dataset_names=["orange_skin"], methods=["l2x"],
+                                   device="cpu", seeds=3)
+    ranks = records[0]["median_rank_seeds"]
+    assert len(ranks) == 3 and ranks[0] == records[0]["median_rank"]
+    # Seed 1 is the explainer the harness builds, refitted with random_state=1.
+    data, _ = common._prepare_or_error(common.DATASETS["orange_skin"], TINY, torch.device("cpu"),
+                                       False)
+    spec = common.DATASETS["orange_skin"]
+    explainer = common._our_explainer("l2x", spec, TINY, torch.device("cpu"))
+    explainer.set_params(random_state=1).fit(data.X_train, black_box=data.model)
+    assert ranks[1] == common.metrics.median_rank(data.relevant_explain,
+                                                  explainer.transform(data.X_explain))
+    text = common.render_rst(records, common.machine_info("cpu"), TINY)
+    assert "Median rank over explainer seeds" in text and "over 3 seeds" in text
