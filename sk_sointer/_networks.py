@@ -2,10 +2,13 @@
 
 A factory is a small, clonable configuration object: it stores hyperparameters, exposes
 them through ``get_params``/``set_params`` (so an explainer can be tuned with
-``selector__hidden_units=...``) and, when called with the input and output widths, builds a
-fresh :class:`torch.nn.Module`. The modules themselves know nothing about scikit-learn.
+``selector__hidden_units=...``) and, when called with the input and output widths (and,
+if it accepts one, the shape of an input row), builds a fresh :class:`torch.nn.Module`.
+Any callable with that signature is a factory. The modules know nothing about
+scikit-learn.
 """
 
+import inspect
 import math
 
 import torch
@@ -70,7 +73,8 @@ class MLP(BaseEstimator):
         self.dropout = dropout
         self.zero_output = zero_output
 
-    def __call__(self, in_features, out_features):
+    def __call__(self, in_features, out_features, input_shape=None):
+        # A row is flat for an MLP, so the shape of the input is not needed.
         if self.activation not in _ACTIVATIONS:
             raise ValueError(
                 f"activation should be one of {sorted(_ACTIVATIONS)}; got {self.activation!r}."
@@ -116,42 +120,23 @@ def _glorot_init(module, activation):
             nn.init.zeros_(layer.bias)
 
 
-def masked_input(X, mask):
-    """Zero out the unselected features: ``m(x, s) = x ⊙ s``."""
-    return X * mask.to(X.dtype)
-
-
-
-def output_loss(predicted, target, spec, reduction="mean"):
-    """Loss of a predictor's raw outputs against the black box's outputs.
-
-    For classification each block of columns is a probability vector and the loss is the
-    soft-target cross-entropy ``-sum_c P_m(c | x) log q(c | ·)`` (L2X eq. 6), summed over
-    blocks; for regression it is the squared error summed over outputs.
-    """
-    if spec.task == "classification":
-        per_row = sum(
-            -(target[:, a:b] * torch.log_softmax(predicted[:, a:b], dim=1)).sum(dim=1)
-            for a, b in spec.blocks
-        )
+def build_network(factory, in_features, out_features, input_shape=None):
+    """Call a network factory; ``input_shape`` is passed only to factories that accept it,
+    so plain ``(in_features, out_features)`` callables keep working."""
+    try:
+        parameters = inspect.signature(factory).parameters
+    except (TypeError, ValueError):  # builtins without a signature
+        parameters = {}
+    takes_shape = "input_shape" in parameters or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
+    )
+    if takes_shape:
+        module = factory(in_features=in_features, out_features=out_features, input_shape=input_shape)
     else:
-        per_row = ((predicted - target) ** 2).sum(dim=1)
-    return per_row.mean() if reduction == "mean" else per_row
-
-
-def output_values(predicted, spec):
-    """Turn a predictor's raw outputs into the black box's scale (probabilities or values)."""
-    if spec.task != "classification":
-        return predicted
-    return torch.cat([torch.softmax(predicted[:, a:b], dim=1) for a, b in spec.blocks], dim=1)
-
-
-class OutputLoss(nn.Module):
-    """:func:`output_loss` as a criterion module, the form skorch expects."""
-
-    def __init__(self, spec):
-        super().__init__()
-        self.spec = spec
-
-    def forward(self, predicted, target):
-        return output_loss(predicted, target, self.spec)
+        module = factory(in_features=in_features, out_features=out_features)
+    if not isinstance(module, torch.nn.Module):
+        raise TypeError(
+            f"A network factory should return a torch.nn.Module; {factory!r} returned "
+            f"{type(module).__name__}."
+        )
+    return module

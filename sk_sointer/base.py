@@ -1,29 +1,45 @@
 """scikit-learn plumbing shared by every explainer.
 
-:class:`BaseExplainer` owns the public API (``fit``, ``transform``, ``explain``, ``score``),
-validates data and parameters, adapts the black box, seeds training, builds the method's
-skorch net (stored as ``net_``; composed, not inherited) and turns scores into masks. A
-method supplies three hooks: ``_build_net`` (its skorch net), ``_selector_scores`` (per-feature
-scores from the fitted net) and ``_predict_masked`` (its own predictor on masked inputs, used
-by ``score`` when no model is at hand).
+:class:`BaseExplainer` owns the public API (``fit``, ``transform``, ``explain``, ``score``,
+``predict_masked``), validates data and parameters, adapts the black box, learns the masker
+(baseline, standardisation, feature groups), seeds training, builds the method's skorch net
+(stored as ``net_``; composed, not inherited) and turns scores into masks.
+
+``fit`` first resolves a :class:`Problem` (input width and shape, masker and groups, output
+spec, black box, target output) and hands it to the method's hooks:
+
+- ``_check_params(problem)``: checks that depend on the data (``k`` against the groups, a
+  ``target`` against the outputs, a single-output model given to a multi-output method);
+- ``_pretrain(problem, X_scaled, targets)``: an optional phase before the net is built
+  (SOInter's energy network);
+- ``_build_net(problem, **net_params)``: the method's skorch net;
+- ``_selector_input(X_scaled, X)``: what the selector sees (the standardised rows by
+  default; MEED adds the black box's output);
+- ``_selector_scores(X)``: per-group scores from the fitted selector;
+- ``_masks_from_scores(scores)``: the top-k, or with ``k=None`` the scores above
+  ``_threshold`` (selection probabilities above 0.5).
 """
 
 import pickle
 import warnings
 from abc import ABCMeta, abstractmethod
-from contextlib import contextmanager
+from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, _fit_context, clone
-from sklearn.utils import check_random_state
+from sklearn.utils import check_array
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from skorch.callbacks import Callback, ProgressBar
 from skorch.dataset import ValidSplit
 
-from .black_box import as_black_box, check_outputs, output_agreement
+from ._masking import Masker
+from ._outputs import OutputSpec, check_outputs, output_agreement
+from ._utils import in_chunks, resolve_device, seeded
+from .black_box import BlackBox, as_black_box
+from .distributions import topk_mask
 
 _OPTIMIZERS = {
     "adam": torch.optim.Adam,
@@ -32,9 +48,45 @@ _OPTIMIZERS = {
     "sgd": torch.optim.SGD,
 }
 
-# Rows per forward pass at explanation time: large enough that a forward pass dominates the
-# per-call overhead, small enough to bound memory on wide data.
-_INFERENCE_CHUNK = 65_536
+
+@dataclass(frozen=True)
+class Problem:
+    """What ``fit`` resolved about the data and the black box, before any training.
+
+    Attributes
+    ----------
+    n_features : int
+        Width of a row.
+    input_shape : tuple
+        Shape of one row as the networks may read it (``(n_features,)`` for a table).
+    masker : Masker
+        Fitted masker: baseline, standardisation, feature groups.
+    output_spec : OutputSpec
+        The black box's outputs, with the target output selected when there is one.
+    black_box : BlackBox or None
+        The model, when ``fit`` received one (``None``: outputs only).
+    """
+
+    n_features: int
+    input_shape: tuple
+    masker: Masker
+    output_spec: OutputSpec
+    black_box: BlackBox = None
+
+    @property
+    def n_groups(self):
+        """Number of feature groups: what ``k`` counts and the selector scores."""
+        return self.masker.n_groups_
+
+    @property
+    def target(self):
+        return self.output_spec.target
+
+    def net_params(self):
+        """The problem's part of a :class:`~sk_sointer.explainers._net.SelectorJudgeNet`'s
+        parameters."""
+        return {"masker": self.masker, "output_spec": self.output_spec,
+                "input_shape": self.input_shape}
 
 
 class _SkorchEstimatorMixin:
@@ -60,29 +112,48 @@ class _SkorchEstimatorMixin:
         "optimizer": [StrOptions(set(_OPTIMIZERS)), callable],
         "callbacks": [list, None],
         "train_split": [Interval(Real, 0, 1, closed="neither"), callable, None],
+        "baseline": [StrOptions({"mean", "zero"}), Real, "array-like"],
         "device": [StrOptions({"auto", "cpu", "cuda"}), str],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
 
-    def _check_params(self, n_features):
+    def _check_params(self, problem):
         """Check parameters that depend on the data; subclasses extend it."""
+
+    def _pretrain(self, problem, X_scaled, targets):
+        """A training phase before the net is built (none by default)."""
 
     def _fit(self, X, y, black_box):
         X = validate_data(self, X, dtype=[np.float32, np.float64], ensure_min_samples=2)
-        self._check_params(X.shape[1])
-        X32 = _writable_float32(X)
-        model, targets, spec = self._resolve_targets(X32, y, black_box)
+        masker = Masker(self.baseline, getattr(self, "groups", None)).fit(X)
+        model, targets, spec = self._resolve_targets(X, y, black_box)
+        problem = Problem(
+            n_features=X.shape[1],
+            input_shape=(X.shape[1],),
+            masker=masker,
+            output_spec=spec.select(getattr(self, "target", None)).fitted(targets),
+            black_box=model,
+        )
+        self._check_params(problem)
         self.black_box_ = model
-        self.output_spec_ = spec
+        self.masker_ = masker
+        self.output_spec_ = problem.output_spec
+        X_scaled = masker.standardize(X)
+        targets = problem.output_spec.standardize(targets)
 
-        device = _resolve_device(self.device)
-        with _seeded(self.random_state, device) as seed:
-            self.net_ = self._build_net(X.shape[1], spec, **self._net_params(device, seed, X.shape[0]))
-            self.net_.fit(X32, targets)
+        device = resolve_device(self.device)
+        with seeded(self.random_state, device) as seed:
+            self._pretrain(problem, X_scaled, targets)
+            self.net_ = self._build_net(problem, **self._net_params(device, seed, X.shape[0]))
+            self.net_.fit(self._selector_input(X_scaled, X), targets)
         return self
 
-    def _resolve_targets(self, X32, y, black_box):
+    def _selector_input(self, X_scaled, X):
+        """What the net is fed: the standardised rows unless a method adds to them."""
+        return X_scaled
+
+    def _resolve_targets(self, X, y, black_box):
         name = type(self).__name__
         if black_box is not None and y is not None:
             raise ValueError(
@@ -94,7 +165,7 @@ class _SkorchEstimatorMixin:
             model = y
         if model is not None:
             model = as_black_box(model)
-            targets = _predict_in_chunks(model, X32)
+            targets = in_chunks(model.predict, X)
             return model, targets, model.spec
         if y is None:
             raise ValueError(
@@ -106,7 +177,7 @@ class _SkorchEstimatorMixin:
                 f"{name} must query the black box on masked inputs, so it needs the model "
                 "itself (fit(X, black_box=model)); it got only the model's outputs."
             )
-        targets, spec = check_outputs(y, X32.shape[0])
+        targets, spec = check_outputs(y, X.shape[0])
         return None, targets, spec
 
     def _net_params(self, device, seed, n_samples):
@@ -157,22 +228,23 @@ class BaseExplainer(
     :class:`~sk_sointer.L2XExplainer`. The shared parameters are described there.
     """
 
+    # With k=None, the groups whose score exceeds this are selected (selection
+    # probabilities above one half).
+    _threshold = 0.5
+
     @abstractmethod
-    def _build_net(self, n_features, spec, **net_params):
+    def _build_net(self, problem, **net_params):
         """Return the method's (uninitialised) skorch net."""
 
-    @abstractmethod
     def _selector_scores(self, X):
-        """Per-feature scores (float tensor, n_samples x n_features) for a float32 tensor X."""
+        """Per-group scores (float tensor) for standardised rows ``X`` on the net's device."""
+        return self.net_.module_(X)
 
-    @abstractmethod
-    def _predict_masked(self, X, masks):
-        """The method's own predictor on masked inputs, as output probabilities or values."""
-
-    def _check_params(self, n_features):
+    def _check_params(self, problem):
         k = getattr(self, "k", None)
-        if k is not None and k > n_features:
-            raise ValueError(f"k should be <= n_features = {n_features}; got {k}.")
+        if k is not None and k > problem.n_groups:
+            what = "n_groups" if problem.masker.groups_ is not None else "n_features"
+            raise ValueError(f"k should be <= {what} = {problem.n_groups}; got {k}.")
 
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y=None, *, black_box=None):
@@ -181,10 +253,11 @@ class BaseExplainer(
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Rows to learn explanations from; no labels are needed.
+            Rows to learn explanations from, in their own units; no labels are needed.
         y : model or array-like of shape (n_samples,) or (n_samples, n_outputs), default=None
-            The black box's outputs on ``X`` (class labels, class probabilities or values),
-            or the model itself (see :func:`~sk_sointer.as_black_box` for what qualifies).
+            The black box's outputs on ``X`` (class labels, class probabilities, 0/1 label
+            indicators or values), or the model itself (see
+            :func:`~sk_sointer.as_black_box` for what qualifies).
         black_box : model, default=None
             The model, given by keyword. Use this form with cross-validation tools, which
             would otherwise try to split the model like an array of outputs.
@@ -199,6 +272,8 @@ class BaseExplainer(
     def explain(self, X):
         """Real-valued importance scores behind the masks (higher means more relied on).
 
+        With feature groups, every feature carries its group's score.
+
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
@@ -208,12 +283,13 @@ class BaseExplainer(
         scores : ndarray of shape (n_samples, n_features), float32
         """
         X = self._validate_transform_input(X)
-        return self._scores(X).cpu().numpy()
+        return self.masker_.expand(self._scores(X).numpy())
 
     def transform(self, X):
         """k-hot masks of the features the black box relied on, one row per sample.
 
-        Deterministic: the top-k of :meth:`explain`'s scores, ties going to the lower index.
+        Deterministic: the top-k of :meth:`explain`'s scores, ties going to the lower index
+        (``k`` counts groups when the explainer has feature groups).
 
         Parameters
         ----------
@@ -225,17 +301,42 @@ class BaseExplainer(
             0/1 values in the dtype of ``X`` (float32 or float64).
         """
         X = self._validate_transform_input(X)
-        masks = self._masks_from_scores(self._scores(X))
+        masks = self.masker_.expand(self._masks_from_scores(self._scores(X)))
         return np.asarray(masks, dtype=X.dtype)
+
+    def predict_masked(self, X, masks):
+        """The method's own judge of masks (approximator or predictor) on ``m(x, mask)``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        masks : array-like of shape (n_samples, n_features)
+            0/1 masks over the features (any value > 0 counts as kept), e.g. from
+            :meth:`transform`.
+
+        Returns
+        -------
+        outputs : ndarray of shape (n_samples, n_columns), float32
+            Probabilities, or values in the target's units, like the black box's outputs.
+        """
+        X = self._validate_transform_input(X)
+        masks = _check_masks(masks, X.shape)
+        X_scaled = self.masker_.standardize(X)
+        predict = lambda rows, kept: self.net_.predict_masked(  # noqa: E731
+            torch.as_tensor(rows), torch.as_tensor(kept)
+        ).float().cpu()
+        return in_chunks(predict, X_scaled, masks).numpy()
 
     def score(self, X, y=None):
         """Fidelity of the explanations on ``X``: higher is better.
 
-        With a model at hand (``fit`` received one), this is post-hoc fidelity: for a
-        classifier, the fraction of rows where the model's predicted class on ``x ⊙ mask``
-        equals its prediction on ``x`` (L2X's post-hoc accuracy); for a regressor, the R² of
-        the masked predictions against the full ones. Fitted on outputs only, the method's
-        own predictor on ``x ⊙ mask`` is compared with the outputs ``y`` instead.
+        With a model at hand (``fit`` received one), this is post-hoc fidelity: the model
+        on ``m(x, mask)`` (left-out features at the baseline) against the model on ``x``,
+        averaged over its outputs: for a categorical output, the fraction of rows with the
+        same predicted class (L2X's post-hoc accuracy), for a Bernoulli output (one label
+        of a multi-label model) the fraction on the same side of 0.5, for a real output the
+        R². Fitted on outputs only, the method's own judge on ``m(x, mask)`` is compared
+        with the outputs ``y`` instead.
 
         Parameters
         ----------
@@ -247,22 +348,20 @@ class BaseExplainer(
         -------
         score : float
         """
-        check_is_fitted(self)
+        masks = self.transform(X)
         X = self._validate_transform_input(X)
-        masks = torch.as_tensor(np.asarray(self._masks_from_scores(self._scores(X)), np.float32))
-        X_t = torch.as_tensor(_writable_float32(X))
+        spec = self.output_spec_
         if self.black_box_ is not None:
-            full = self.black_box_.predict(X)
-            masked = self.black_box_.predict(X * masks.numpy())
-            return output_agreement(full, masked, self.black_box_.spec)
+            full = in_chunks(self.black_box_.predict, X)
+            masked = in_chunks(self.black_box_.predict, self.masker_.mask_raw(X, masks))
+            return output_agreement(full, masked, spec)
         if y is None:
             raise ValueError(
                 f"{type(self).__name__} was fitted on outputs only, so score needs the black "
                 "box's outputs on X as y (or fit it with the model to score post-hoc fidelity)."
             )
-        targets, _ = check_outputs(y, X.shape[0], spec=self.output_spec_)
-        predicted = self._predict_masked(X_t, masks).cpu().numpy()
-        return output_agreement(targets, predicted, self.output_spec_)
+        targets = spec.encode(y, X.shape[0])
+        return output_agreement(targets, self.predict_masked(X, masks), spec)
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -271,21 +370,25 @@ class BaseExplainer(
         return validate_data(self, X, dtype=[np.float32, np.float64], reset=False)
 
     def _scores(self, X):
-        # The selector (``net_.module_`` by convention) runs in evaluation mode: batch
-        # statistics must not depend on which rows are explained together.
+        """Per-group scores (CPU float tensor) of raw rows ``X``."""
+        # The selector runs in evaluation mode: batch statistics must not depend on which
+        # rows are explained together.
         self.net_.module_.eval()
-        module_device = self._inference_device()
-        X_t = torch.as_tensor(_writable_float32(X))
-        chunks = []
-        with torch.inference_mode():
-            for start in range(0, X_t.shape[0], _INFERENCE_CHUNK):
-                batch = X_t[start : start + _INFERENCE_CHUNK].to(module_device)
-                chunks.append(self._selector_scores(batch).float().cpu())
-        return torch.cat(chunks) if chunks else torch.zeros(X_t.shape)
+        device = self._inference_device()
+        X_scaled = self.masker_.standardize(X)
+        net_input = self._selector_input(X_scaled, X)
+
+        def scores(rows):
+            with torch.inference_mode():
+                return self._selector_scores(torch.as_tensor(rows).to(device)).float().cpu()
+
+        return in_chunks(scores, net_input)
 
     def _masks_from_scores(self, scores):
-        """0/1 masks (ndarray) from the scores of :meth:`_scores`: the top-k by default."""
-        return topk_mask_numpy(scores.numpy(), self.k)
+        """0/1 masks over groups (ndarray) from the scores of :meth:`_scores`."""
+        if getattr(self, "k", None) is None:
+            return (scores.numpy() > self._threshold).astype(np.float32)
+        return topk_mask(scores.numpy(), self.k)
 
     def _inference_device(self):
         param = next(self.net_.module_.parameters(), None)
@@ -334,55 +437,11 @@ class _EpochProgress(Callback):
         return state
 
 
-@contextmanager
-def _seeded(random_state, device):
-    """Seed torch for the duration of training without touching the caller's RNG state."""
-    seed = int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
-    devices = [device.index or 0] if device.type == "cuda" else []
-    with torch.random.fork_rng(devices=devices):
-        torch.manual_seed(seed)
-        yield seed
-
-
-def _resolve_device(device):
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    device = torch.device(device)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device={str(device)!r} was requested but CUDA is not available.")
-    return device
-
-
-def _predict_in_chunks(black_box, X32):
-    outputs = [black_box.predict(X32[start : start + _INFERENCE_CHUNK])
-               for start in range(0, X32.shape[0], _INFERENCE_CHUNK)]
-    return np.concatenate(outputs).astype(np.float32, copy=False)
-
-
-def topk_mask_numpy(scores, k):
-    """k-hot float32 mask of the k largest scores per row; ties go to lower indices.
-
-    NumPy's partition finds the k-th largest score faster than a sort on
-    narrow rows, which matters because this runs on every explained row. Rows where a tie
-    at the boundary would keep more than k features fall back to a stable sort.
-    """
-    n_features = scores.shape[1]
-    kth = np.partition(scores, n_features - k, axis=1)[:, n_features - k, None]
-    mask = scores >= kth
-    # Every row keeps at least k, so one count over the whole array finds whether any row
-    # kept more; the per-row count (slower than the partition itself) runs only then.
-    if np.count_nonzero(mask) != k * mask.shape[0]:
-        tied = np.flatnonzero(np.count_nonzero(mask, axis=1) != k)
-        order = np.argsort(-scores[tied], axis=1, kind="stable")[:, :k]
-        mask[tied] = False
-        mask[tied[:, None], order] = True
-    return mask.astype(np.float32)
-
-
-def _writable_float32(X):
-    # torch warns on read-only arrays (memory maps); only those are copied.
-    X = np.asarray(X, dtype=np.float32)
-    return X if X.flags.writeable else X.copy()
+def _check_masks(masks, shape):
+    masks = check_array(masks, dtype=np.float32, input_name="masks")
+    if masks.shape != shape:
+        raise ValueError(f"masks should have the shape of X, {shape}; got {masks.shape}.")
+    return (masks > 0).astype(np.float32)
 
 
 def _is_model(obj):

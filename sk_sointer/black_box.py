@@ -8,39 +8,19 @@ described by the same :class:`OutputSpec`, so the training objectives never need
 where their targets came from.
 """
 
-from dataclasses import dataclass, field
-
 import numpy as np
 import torch
 from sklearn.base import is_classifier
-from sklearn.preprocessing import LabelBinarizer
-from sklearn.utils.multiclass import type_of_target
 
-_OUTPUT_KINDS = ("auto", "proba", "logits", "values")
+from ._outputs import (  # noqa: F401 - check_outputs and output_agreement are used from here
+    OutputSpec,
+    check_outputs,
+    looks_like_proba,
+    output_agreement,
+    spec_of,
+)
 
-
-@dataclass(frozen=True)
-class OutputSpec:
-    """What the black box's outputs mean, and so which loss fits them.
-
-    Attributes
-    ----------
-    task : {"classification", "regression"}
-        ``"classification"``: each block of columns is a probability vector, fitted with a
-        soft-target cross-entropy. ``"regression"``: real values, fitted with squared error.
-    blocks : tuple of (int, int)
-        Column ranges ``[start, stop)`` of the probability vectors, one per output of a
-        multi-output classifier; a single block for an ordinary classifier.
-    n_outputs : int
-        Total number of columns.
-    classes : ndarray or None
-        The labels behind the columns when the outputs were given as class labels.
-    """
-
-    task: str
-    blocks: tuple
-    n_outputs: int
-    classes: object = field(default=None, compare=False)
+_OUTPUT_KINDS = ("auto", "proba", "logits", "values", "multilabel_proba", "multilabel_logits")
 
 
 class BlackBox:
@@ -122,8 +102,11 @@ class BlackBox:
         if self.kind == "classifier":
             out = model.predict_proba(X)
             if isinstance(out, list):
-                self._blocks = _blocks_of([np.asarray(o).shape[1] for o in out])
+                # One probability matrix per output (MultiOutputClassifier, forests).
+                self._widths = [np.asarray(o).shape[1] for o in out]
                 out = np.hstack([np.asarray(o) for o in out])
+            elif self.spec is None and not hasattr(self, "_widths"):
+                self._widths = self._multilabel_widths(X, np.asarray(out))
             return out
         if self.kind == "regressor":
             return model.predict(X)
@@ -149,29 +132,57 @@ class BlackBox:
             )
         if self.output == "logits":
             out = _logits_to_proba(out)
+        elif self.output == "multilabel_logits":
+            out = torch.sigmoid(out)
         if not bool(torch.isfinite(out).all()):
             raise ValueError(
                 f"The black box {self.model!r} returned NaN or infinite outputs; explanations "
                 "need finite outputs."
             )
         spec = self._infer_spec(out) if self.spec is None else self.spec
-        if out.shape[1] != spec.n_outputs:
+        if out.shape[1] != spec.n_columns:
             raise ValueError(
                 f"The black box returned {out.shape[1]} outputs per sample, but it returned "
-                f"{spec.n_outputs} before; its output width must not change."
+                f"{spec.n_columns} before; its output width must not change."
             )
         self.spec = spec
         return out
 
+    def _multilabel_widths(self, X, proba):
+        """``[1] * n_labels`` when a classifier's ``predict_proba`` columns are independent
+        labels (multi-label MLPClassifier, ClassifierChain, one-vs-rest on an indicator
+        matrix), else ``None``. Such a model predicts one 0/1 column per label."""
+        labels = np.asarray(self.model.predict(X[:1]))
+        if labels.ndim == 2 and labels.shape[1] == proba.shape[1] and proba.shape[1] > 1:
+            return [1] * proba.shape[1]
+        return None
+
     def _infer_spec(self, out):
-        n_outputs = out.shape[1]
-        blocks = getattr(self, "_blocks", None)
-        if self.kind == "classifier" or self.output in ("proba", "logits"):
-            return OutputSpec("classification", blocks or ((0, n_outputs),), n_outputs)
-        if self.kind == "regressor" or self.output == "values":
-            return OutputSpec("regression", ((0, n_outputs),), n_outputs)
-        task = "classification" if _looks_like_proba(out.detach().cpu().numpy()) else "regression"
-        return OutputSpec(task, ((0, n_outputs),), n_outputs)
+        n_columns = out.shape[1]
+        widths = getattr(self, "_widths", None)
+        if self.kind == "classifier":
+            if widths and all(width == 1 for width in widths):
+                return spec_of(["bernoulli"] * n_columns, widths)
+            widths = widths or [n_columns]
+            return spec_of(["categorical"] * len(widths), widths, classes=self._classes(len(widths)))
+        if self.output in ("multilabel_proba", "multilabel_logits"):
+            return spec_of(["bernoulli"] * n_columns, [1] * n_columns)
+        if self.output in ("proba", "logits") or (
+            self.kind != "regressor" and self.output == "auto"
+            and looks_like_proba(out.detach().cpu().numpy())
+        ):
+            return spec_of(["categorical"], [n_columns])
+        return spec_of(["real"] * n_columns, [1] * n_columns)
+
+    def _classes(self, n_outputs):
+        classes = getattr(self.model, "classes_", None)
+        if classes is None:
+            return None
+        if n_outputs == 1:
+            return (np.asarray(classes),)
+        if isinstance(classes, list) and len(classes) == n_outputs:
+            return tuple(np.asarray(c) for c in classes)
+        return None
 
 
 def as_black_box(model, *, output="auto"):
@@ -185,10 +196,17 @@ def as_black_box(model, *, output="auto"):
         (``predict``), a skorch net, a :class:`torch.nn.Module`, or any callable mapping an
         ndarray ``(n_samples, n_features)`` to outputs. A :class:`BlackBox` is returned as is.
 
-    output : {"auto", "proba", "logits", "values"}, default="auto"
-        What a torch module or callable returns: class probabilities, logits (turned into
-        probabilities with a softmax), or real values. ``"auto"`` reads probabilities when
-        every row is non-negative and sums to one. Ignored for scikit-learn estimators.
+    output : {"auto", "proba", "logits", "values", "multilabel_proba", "multilabel_logits"}, \
+            default="auto"
+        What a torch module or callable returns: class probabilities of one output,
+        logits (turned into probabilities with a softmax; a single column with a sigmoid),
+        real values (one regression output per column), or one probability (or logit) per
+        label of a multi-label model. ``"auto"`` reads probabilities when every row is
+        non-negative and sums to one, and real values otherwise. Ignored for scikit-learn
+        estimators, whose outputs are read from their kind: a classifier's
+        ``predict_proba`` gives one categorical output (one per output of a multi-output
+        classifier, one Bernoulli output per label of a multi-label one), a regressor's
+        ``predict`` one real output per column.
 
     Returns
     -------
@@ -225,87 +243,6 @@ def as_black_box(model, *, output="auto"):
     )
 
 
-def check_outputs(y, n_samples, spec=None):
-    """Validate outputs given instead of a model; return float32 targets and their spec.
-
-    Class labels (1-D, binary or multiclass) become one-hot probability rows; a 2-D array
-    whose rows are probability vectors stays a classification target; anything else numeric
-    is a regression target. With ``spec`` (the spec seen at fit time), the outputs are
-    encoded the same way and must have the same width.
-    """
-    if spec is not None:
-        return _check_outputs_like(y, n_samples, spec), spec
-    y_arr = np.asarray(y)
-    if y_arr.ndim == 0 or y_arr.ndim > 2:
-        raise ValueError(
-            f"The outputs y should be 1-D or 2-D with one row per sample; got shape {y_arr.shape}."
-        )
-    if y_arr.shape[0] != n_samples:
-        raise ValueError(
-            f"The outputs y have {y_arr.shape[0]} rows but X has {n_samples} samples; give the "
-            "black box's outputs on exactly these rows."
-        )
-    if y_arr.dtype.kind in "fc" and not np.isfinite(y_arr).all():
-        raise ValueError("The outputs y contain NaN or infinity.")
-    target_type = type_of_target(y_arr) if y_arr.dtype.kind in "biufOUS" else "unknown"
-    if y_arr.ndim == 1 and target_type in ("binary", "multiclass"):
-        binarizer = LabelBinarizer().fit(y_arr)
-        onehot = binarizer.transform(y_arr).astype(np.float32)
-        if onehot.shape[1] == 1:
-            onehot = np.hstack([1.0 - onehot, onehot])
-        n_classes = onehot.shape[1]
-        return onehot, OutputSpec("classification", ((0, n_classes),), n_classes, binarizer.classes_)
-    try:
-        values = y_arr.astype(np.float32)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"The outputs y should be numeric or class labels; got dtype {y_arr.dtype}.") from exc
-    if not np.isfinite(values).all():
-        raise ValueError("The outputs y contain NaN or infinity.")
-    if values.ndim == 1:
-        values = values[:, None]
-    n_outputs = values.shape[1]
-    task = "classification" if n_outputs > 1 and _looks_like_proba(values) else "regression"
-    return values, OutputSpec(task, ((0, n_outputs),), n_outputs)
-
-
-def _check_outputs_like(y, n_samples, spec):
-    y_arr = np.asarray(y)
-    if spec.classes is not None and y_arr.ndim == 1:
-        unknown = np.setdiff1d(y_arr, spec.classes)
-        if unknown.size:
-            raise ValueError(f"The outputs y contain labels {unknown[:5]} unseen during fit.")
-        values = (y_arr[:, None] == np.asarray(spec.classes)[None, :]).astype(np.float32)
-        if y_arr.shape[0] != n_samples:
-            raise ValueError(f"The outputs y have {y_arr.shape[0]} rows but X has {n_samples} samples.")
-        return values
-    values, _ = check_outputs(y_arr, n_samples)
-    if values.shape[1] != spec.n_outputs:
-        raise ValueError(
-            f"The outputs y have {values.shape[1]} columns, but the explainer was fitted on "
-            f"{spec.n_outputs}."
-        )
-    return values
-
-
-def output_agreement(reference, other, spec):
-    """How well ``other`` outputs agree with ``reference`` outputs: higher is better.
-
-    Classification: the fraction of rows whose predicted class (argmax of each block,
-    averaged over blocks) is the same. Regression: the R² of ``other`` against
-    ``reference``, averaged over outputs.
-    """
-    reference = np.asarray(reference, dtype=np.float64)
-    other = np.asarray(other, dtype=np.float64)
-    if spec.task == "classification":
-        return float(np.mean([
-            np.mean(reference[:, a:b].argmax(axis=1) == other[:, a:b].argmax(axis=1))
-            for a, b in spec.blocks
-        ]))
-    from sklearn.metrics import r2_score
-
-    return float(r2_score(reference, other))
-
-
 def _is_outputs_array(obj):
     return isinstance(obj, (np.ndarray, list, tuple)) or (
         hasattr(obj, "__array__") and not callable(obj) and not hasattr(obj, "predict")
@@ -321,23 +258,8 @@ def _is_classifier(model):
     return getattr(model, "_estimator_type", None) == "classifier"
 
 
-def _looks_like_proba(values):
-    return bool(
-        values.ndim == 2
-        and values.shape[1] > 1
-        and values.min() >= 0
-        and values.max() <= 1
-        and np.allclose(values.sum(axis=1), 1.0, atol=1e-3)
-    )
-
-
 def _logits_to_proba(out):
     if out.shape[1] == 1:
         p = torch.sigmoid(out)
         return torch.cat([1 - p, p], dim=1)
     return torch.softmax(out, dim=1)
-
-
-def _blocks_of(widths):
-    stops = np.cumsum(widths)
-    return tuple((int(stop - w), int(stop)) for w, stop in zip(widths, stops))

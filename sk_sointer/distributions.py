@@ -6,6 +6,7 @@ sample of a (nearly) discrete mask, and, where it has one, a mode used at explan
 
 from typing import NamedTuple
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch.distributions import Distribution, constraints
@@ -97,11 +98,15 @@ class SubsetConcrete(Distribution):
 def topk_mask(scores, k):
     """k-hot mask of the ``k`` largest scores along the last axis; ties go to lower indices.
 
-    The fast path keeps every score at least as large as the k-th largest; rows where a tie
-    at that boundary would keep more than k fall back to a stable sort, which makes the
-    tie-break deterministic (``torch.topk`` does not promise which of two equal scores it
-    returns).
+    ``scores`` is a tensor (the mask is a tensor of its dtype, on its device) or an ndarray
+    (the mask is float32). The fast path keeps every score at least as large as the k-th
+    largest; rows where a tie at that boundary would keep more than k fall back to a stable
+    sort, which makes the tie-break deterministic (``torch.topk`` does not promise which of
+    two equal scores it returns). On an ndarray NumPy's partition finds the k-th largest
+    score, faster than a sort on narrow rows: this runs on every explained row.
     """
+    if isinstance(scores, np.ndarray):
+        return _topk_mask_numpy(scores, k)
     kth = torch.topk(scores, k, dim=-1).values[..., -1:]
     mask = scores >= kth
     tied = mask.sum(-1) != k
@@ -109,6 +114,20 @@ def topk_mask(scores, k):
         order = torch.sort(scores[tied], dim=-1, descending=True, stable=True).indices[..., :k]
         mask[tied] = torch.zeros_like(mask[tied]).scatter_(-1, order, True)
     return mask.to(scores.dtype)
+
+
+def _topk_mask_numpy(scores, k):
+    n_features = scores.shape[-1]
+    kth = np.partition(scores, n_features - k, axis=-1)[..., n_features - k, None]
+    mask = scores >= kth
+    # Every row keeps at least k, so one count over the whole array finds whether any row
+    # kept more; the per-row count (slower than the partition itself) runs only then.
+    if np.count_nonzero(mask) != k * (mask.size // max(n_features, 1)):
+        tied = np.flatnonzero(np.count_nonzero(mask, axis=-1) != k)
+        order = np.argsort(-scores[tied], axis=-1, kind="stable")[:, :k]
+        mask[tied] = False
+        mask[tied[:, None], order] = True
+    return mask.astype(np.float32)
 
 
 class RebarSample(NamedTuple):

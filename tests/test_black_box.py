@@ -91,7 +91,7 @@ def test_output_width_must_not_change(data):
 def test_check_outputs_encodes_labels_probabilities_and_values():
     labels, spec = check_outputs(np.array(["a", "b", "a", "c"]), 4)
     np.testing.assert_array_equal(labels, np.eye(3, dtype=np.float32)[[0, 1, 0, 2]])
-    assert spec.task == "classification" and list(spec.classes) == ["a", "b", "c"]
+    assert spec.task == "classification" and list(spec.classes[0]) == ["a", "b", "c"]
     binary, _ = check_outputs(np.array([0, 1, 1]), 3)
     np.testing.assert_array_equal(binary, [[1, 0], [0, 1], [0, 1]])
     proba, spec = check_outputs(np.array([[0.2, 0.8], [0.5, 0.5]]), 2)

@@ -293,16 +293,21 @@ class _PlantedEncoder:
     def transform(self, X):
         return self.masks
 
-    def _predict_masked(self, X, masks):
+    def predict_masked(self, X, masks):
         with torch.no_grad():
-            return torch.softmax(self.approximator(X * masks), dim=1)
+            inputs = torch.as_tensor(np.asarray(X * masks, dtype=np.float32))
+            return torch.softmax(self.approximator(inputs), dim=1).numpy()
 
 
 def test_encoding_is_caught_by_evalx(xor_evaluator):
     evaluator, X, y = xor_evaluator
     encoder = _PlantedEncoder(X, y)
-    own = encoder._predict_masked(torch.as_tensor(X), torch.as_tensor(encoder.masks))
-    assert np.mean(own.numpy().argmax(1) == y) > 0.95
-    # In XOR a single feature says nothing about the label: EVAL-X sees chance.
-    assert abs(evaluator.score_masks(X, encoder.masks, y)["eACC"] - 0.5) < 0.07
+    own = encoder.predict_masked(X, encoder.masks)
+    assert np.mean(own.argmax(1) == y) > 0.95
+    # In XOR a single feature says nothing about the label: EVAL-X sees chance. Its
+    # probabilities sit near 0.5, so its argmax (eACC) swings with the seed (0.41-0.60);
+    # the probability it gives the true label and its log-loss are the stable measures.
+    proba = evaluator.predict_masked(X, encoder.masks)
+    assert abs(proba[np.arange(len(y)), y].mean() - 0.5) < 0.03
+    assert evaluator.score_masks(X, encoder.masks, y)["eNLL"] > np.log(2) - 0.01
     assert encoding_gap(evaluator, encoder, X, y) > 0.35

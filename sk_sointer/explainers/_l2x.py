@@ -12,18 +12,16 @@ At explanation time the mask is the top-k of the logits (§3.4).
 
 from numbers import Integral, Real
 
-import torch
-
-from skorch import NeuralNet
-from skorch.utils import to_tensor
 from sklearn.utils._param_validation import Interval
+from skorch.utils import to_tensor
 
-from .._networks import MLP, OutputLoss, masked_input, output_values
+from .._networks import MLP
 from ..base import BaseExplainer
 from ..distributions import SubsetConcrete, topk_mask
+from ._net import SelectorJudgeNet
 
 
-class L2XNet(NeuralNet):
+class L2XNet(SelectorJudgeNet):
     """skorch net holding the L2X selector (``module_``) and approximator (``approximator_``).
 
     skorch's own training loop runs unchanged: :meth:`infer` applies the relaxed mask in
@@ -32,27 +30,13 @@ class L2XNet(NeuralNet):
     single optimizer holds the parameters of both modules, as in the paper.
     """
 
-    def __init__(self, module, *, approximator, k, tau, n_features, output_spec, **kwargs):
-        self.approximator = approximator
+    judges = ("approximator",)
+    judge = "approximator"
+
+    def __init__(self, module, *, k, tau, **kwargs):
         self.k = k
         self.tau = tau
-        self.n_features = n_features
-        self.output_spec = output_spec
-        super().__init__(
-            module,
-            criterion=OutputLoss,
-            criterion__spec=output_spec,
-            module__in_features=n_features,
-            module__out_features=n_features,
-            **kwargs,
-        )
-
-    def initialize_module(self):
-        super().initialize_module()
-        self.approximator_ = self.approximator(
-            in_features=self.n_features, out_features=self.output_spec.n_outputs
-        ).to(self.device)
-        return self
+        super().__init__(module, **kwargs)
 
     def infer(self, x, **fit_params):
         x = to_tensor(x, device=self.device)
@@ -61,7 +45,7 @@ class L2XNet(NeuralNet):
             mask = SubsetConcrete(self.tau, logits, self.k).rsample()
         else:
             mask = topk_mask(logits, self.k)
-        return self.approximator_(masked_input(x, mask))
+        return self.approximator_(self.masked(x, mask))
 
 
 class L2XExplainer(BaseExplainer):
@@ -175,6 +159,7 @@ class L2XExplainer(BaseExplainer):
 
     _parameter_constraints: dict = {
         **BaseExplainer._parameter_constraints,
+        "groups": ["array-like", None],
         "k": [Interval(Integral, 1, None, closed="left")],
         "tau": [Interval(Real, 0, None, closed="neither")],
         "selector": [callable],
@@ -188,6 +173,8 @@ class L2XExplainer(BaseExplainer):
         tau=0.1,
         selector=MLP(hidden_units=(100, 100), zero_output=True),
         approximator=MLP(hidden_units=(200, 200), batch_norm=True),
+        baseline="mean",
+        groups=None,
         max_epochs=100,
         batch_size=1000,
         lr=1e-3,
@@ -203,6 +190,8 @@ class L2XExplainer(BaseExplainer):
         self.tau = tau
         self.selector = selector
         self.approximator = approximator
+        self.baseline = baseline
+        self.groups = groups
         self.max_epochs = max_epochs
         self.batch_size = batch_size
         self.lr = lr
@@ -214,24 +203,12 @@ class L2XExplainer(BaseExplainer):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _build_net(self, n_features, spec, **net_params):
+    def _build_net(self, problem, **net_params):
         return L2XNet(
             self.selector,
             approximator=self.approximator,
             k=self.k,
             tau=self.tau,
-            n_features=n_features,
-            output_spec=spec,
+            **problem.net_params(),
             **net_params,
         )
-
-    def _selector_scores(self, X):
-        return self.net_.module_(X)
-
-    def _predict_masked(self, X, masks):
-        net = self.net_
-        net.approximator_.eval()
-        with torch.inference_mode():
-            device = self._inference_device()
-            predicted = net.approximator_(masked_input(X.to(device), masks.to(device)))
-        return output_values(predicted, self.output_spec_)

@@ -12,158 +12,23 @@ training the two networks on separate objectives (eq. 6):
   on ``E_s[log q_pred(y | x ⊙ s)] - lambda R(s)`` with the predictor held fixed. The
   expectation over discrete ``s`` is differentiated with REBAR (Algorithm 1, eqs. 8-11).
 
-EVAL-X (eq. 5) is the predictor's objective alone, applied to a fresh network: an
-evaluator of any method's selections. Its training step is :func:`_predictor_step`, shared
-with REAL-X, and its estimator is :class:`sk_sointer.metrics.EvalXEvaluator`.
+The predictor's objective lives in :mod:`._random_mask`, shared with EVAL-X
+(:class:`sk_sointer.metrics.EvalXEvaluator`).
 """
 
-import math
 from numbers import Integral, Real
 
-import numpy as np
 import torch
 from sklearn.utils._param_validation import Interval, StrOptions
-from skorch import NeuralNet
-from skorch.dataset import unpack_data
-from skorch.utils import to_tensor
 
-from .._networks import MLP, OutputLoss, masked_input, output_loss, output_values
+from .._networks import MLP
 from ..base import BaseExplainer
 from ..distributions import RebarBernoulli
-
-# -- the random-mask predictor objective (REAL-X eq. 6, first line; EVAL-X eq. 5) ------------
-
-
-def _random_masks(X):
-    """Masks ``r_j ~ Bernoulli(0.5)``, fresh per row, feature and call (spec pitfall 10)."""
-    return (torch.rand(X.shape, device=X.device) < 0.5).to(X.dtype)
+from ._net import SelectorJudgeNet
+from ._random_mask import cosine_factor, log_likelihood, predictor_step, random_mask_loss
 
 
-def _predictor_input(X, masks, append_mask):
-    """``x ⊙ m``, followed by ``m`` itself when ``append_mask`` (width 2 * n_features).
-
-    With the mask appended, a masked feature is told apart from an observed 0. A network
-    that sees only ``x ⊙ m`` has to learn that an exact 0 means "unknown", a spike that a
-    ReLU network fits slowly: on REAL-X's orange-skin regime (``sum_j x_j^2``), where a
-    masked 0 differs most from the conditional mean ``E[x_j^2] = 1``, the zero-filled
-    predictor recovered a fraction of the true conditional log-likelihood gain of each
-    feature in our runs, the appended one most of it. Training masks stay independent of
-    ``x`` and ``y``, so the extra input cannot carry the label (spec pitfall 18).
-    """
-    masked = masked_input(X, masks)
-    if not append_mask:
-        return masked
-    return torch.cat([masked, masks.to(masked.dtype)], dim=1)
-
-
-def _predictor_in_features(n_features, append_mask):
-    return 2 * n_features if append_mask else n_features
-
-
-def _random_mask_loss(predictor, X, targets, spec, append_mask):
-    """Loss of ``predictor`` on ``x ⊙ r`` for random masks ``r`` independent of everything."""
-    predicted = predictor(_predictor_input(X, _random_masks(X), append_mask))
-    return output_loss(predicted, targets, spec)
-
-
-def _predictor_step(predictor, optimizer, X, targets, spec, append_mask, lr_factor):
-    """One optimisation step of the random-mask predictor; returns the detached loss.
-
-    Only the optimizer's parameters (the predictor's) are stepped, so a REAL-X selector
-    never moves here, and the predictor is never stepped on a selector's masks. The
-    learning rate is the optimizer's initial one times ``lr_factor``.
-    """
-    for group in optimizer.param_groups:
-        group["lr"] = group.setdefault("base_lr", group["lr"]) * lr_factor
-    predictor.train()
-    optimizer.zero_grad()
-    loss = _random_mask_loss(predictor, X, targets, spec, append_mask)
-    loss.backward()
-    optimizer.step()
-    return loss.detach()
-
-
-def _cosine_factor(epoch, n_epochs):
-    """Learning-rate factor of a cosine decay from 1 at epoch 1 towards 0 after ``n_epochs``.
-
-    The random-mask objective must resolve small conditional effects (REAL-X's control-flow
-    feature is worth 0.02 nats in the XOR regime of S1): at a constant learning rate the
-    predictor kept about half of that in our runs, a decayed one nearly all of it.
-    """
-    return 0.5 * (1.0 + math.cos(math.pi * min(epoch - 1, n_epochs) / n_epochs))
-
-
-def _log_likelihood(predictor, X, masks, targets, spec, append_mask):
-    """``f(m) = log q_pred(y | x ⊙ m)`` per row: minus the per-row output loss."""
-    predicted = predictor(_predictor_input(X, masks, append_mask))
-    return -output_loss(predicted, targets, spec, reduction="none")
-
-
-def _batch_tensors(net, batch):
-    X, targets = unpack_data(batch)
-    return to_tensor(X, device=net.device), to_tensor(targets, device=net.device)
-
-
-class RandomMaskPredictorNet(NeuralNet):
-    """skorch net training ``module_`` as a predictor on random Bernoulli(0.5) masks.
-
-    This is EVAL-X's evaluator (and REAL-X's predictor on its own). ``train_step`` runs
-    :func:`_predictor_step`, with the learning rate decaying over ``max_epochs`` (cosine);
-    the validation loss is the same objective with fresh random masks, in evaluation
-    mode. :meth:`predict_masked` gives the predictor's raw outputs on ``x ⊙ mask``.
-    """
-
-    def __init__(self, module, *, n_features, output_spec, append_mask, **kwargs):
-        self.n_features = n_features
-        self.output_spec = output_spec
-        self.append_mask = append_mask
-        super().__init__(
-            module,
-            criterion=OutputLoss,
-            criterion__spec=output_spec,
-            module__in_features=_predictor_in_features(n_features, append_mask),
-            module__out_features=output_spec.n_outputs,
-            **kwargs,
-        )
-
-    def train_step(self, batch, **fit_params):
-        X, targets = _batch_tensors(self, batch)
-        # skorch opens the epoch's history row before its first batch: epochs are 1-based.
-        lr_factor = _cosine_factor(len(self.history), self.max_epochs)
-        loss = _predictor_step(
-            self.module_,
-            self.optimizer_,
-            X,
-            targets,
-            self.output_spec,
-            self.append_mask,
-            lr_factor,
-        )
-        return {"loss": loss, "y_pred": None}
-
-    def validation_step(self, batch, **fit_params):
-        X, targets = _batch_tensors(self, batch)
-        self.module_.eval()
-        with torch.no_grad():
-            loss = _random_mask_loss(
-                self.module_, X, targets, self.output_spec, self.append_mask
-            )
-        return {"loss": loss, "y_pred": None}
-
-    def predict_masked(self, X, masks):
-        """Raw outputs (logits or values) of the predictor on ``x ⊙ mask``, in eval mode."""
-        self.module_.eval()
-        device = next(self.module_.parameters()).device
-        with torch.inference_mode():
-            return self.module_(
-                _predictor_input(X.to(device), masks.to(device), self.append_mask)
-            )
-
-
-# -- REAL-X ----------------------------------------------------------------------------------
-
-
-class RealXNet(NeuralNet):
+class RealXNet(SelectorJudgeNet):
     """skorch net holding the REAL-X selector (``module_``) and predictor (``predictor_``).
 
     Two optimizers keep the objectives apart: ``optimizer_`` steps the selector only and
@@ -185,60 +50,24 @@ class RealXNet(NeuralNet):
     batches), which is what an early-stopping callback should watch.
     """
 
-    prefixes_ = [*NeuralNet.prefixes_, "predictor_optimizer"]
+    prefixes_ = [*SelectorJudgeNet.prefixes_, "predictor_optimizer"]
+    judges = ("predictor",)
+    judge = "predictor"
 
-    def __init__(
-        self,
-        module,
-        *,
-        predictor,
-        tau,
-        alpha,
-        schedule,
-        predictor_epochs,
-        append_mask,
-        n_features,
-        output_spec,
-        **kwargs,
-    ):
-        self.predictor = predictor
-        self.append_mask = append_mask
+    def __init__(self, module, *, tau, alpha, schedule, predictor_epochs, **kwargs):
         self.tau = tau
         self.alpha = alpha
         self.schedule = schedule
         self.predictor_epochs = predictor_epochs
-        self.n_features = n_features
-        self.output_spec = output_spec
-        super().__init__(
-            module,
-            criterion=OutputLoss,
-            criterion__spec=output_spec,
-            module__in_features=n_features,
-            module__out_features=n_features,
-            **kwargs,
-        )
-
-    def initialize_module(self):
-        super().initialize_module()
-        self.predictor_ = self.predictor(
-            in_features=_predictor_in_features(self.n_features, self.append_mask),
-            out_features=self.output_spec.n_outputs,
-        ).to(self.device)
-        return self
+        super().__init__(module, **kwargs)
 
     def initialize_optimizer(self, *args, **kwargs):
-        groups, options = self.get_params_for_optimizer(
-            "optimizer", self.module_.named_parameters()
-        )
-        self.optimizer_ = self.optimizer(*groups, **options)
-        groups, options = self.get_params_for_optimizer(
-            "predictor_optimizer", self.predictor_.named_parameters()
-        )
-        self.predictor_optimizer_ = self.optimizer(*groups, **options)
+        self.optimizer_ = self.module_optimizer("optimizer", self.module_)
+        self.predictor_optimizer_ = self.module_optimizer("predictor_optimizer", self.predictor_)
         return self
 
     def train_step(self, batch, **fit_params):
-        X, targets = _batch_tensors(self, batch)
+        X, targets = self.batch_tensors(batch)
         if self._predictor_phase():
             return {"loss": self._predictor_step(X, targets), "y_pred": None}
         if self.schedule == "alternating":
@@ -247,46 +76,34 @@ class RealXNet(NeuralNet):
         return {"loss": loss, "y_pred": logits}
 
     def validation_step(self, batch, **fit_params):
-        X, targets = _batch_tensors(self, batch)
+        X, targets = self.batch_tensors(batch)
         self.module_.eval()
         self.predictor_.eval()
         with torch.no_grad():
             if self._predictor_phase():
-                loss = _random_mask_loss(
-                    self.predictor_, X, targets, self.output_spec, self.append_mask
-                )
+                loss = random_mask_loss(self, self.predictor_, X, targets)
                 return {"loss": loss, "y_pred": None}
             logits = self.module_(X)
             masks = (logits > 0).to(X.dtype)
-            log_lik = _log_likelihood(
-                self.predictor_, X, masks, targets, self.output_spec, self.append_mask
-            )
+            log_lik = log_likelihood(self, self.predictor_, X, masks, targets)
             loss = (-log_lik + self.alpha * torch.sigmoid(logits).mean(dim=1)).mean()
         return {"loss": loss, "y_pred": logits}
 
     def _predictor_phase(self):
-        # skorch opens the epoch's history row before its first batch, so this is 1-based.
-        return len(self.history) <= self.predictor_epochs
+        return self.epoch <= self.predictor_epochs
 
     def _predictor_step(self, X, targets):
         # The predictor's learning rate decays over the epochs in which it trains.
         n_epochs = self.predictor_epochs if self.schedule == "sequential" else self.max_epochs
-        return _predictor_step(
-            self.predictor_,
-            self.predictor_optimizer_,
-            X,
-            targets,
-            self.output_spec,
-            self.append_mask,
-            _cosine_factor(len(self.history), n_epochs),
-        )
+        return predictor_step(self, self.predictor_, self.predictor_optimizer_, X, targets,
+                              cosine_factor(self.epoch, n_epochs))
 
     def _selector_step(self, X, targets):
         """One REBAR step of the selector against the fixed predictor (Algorithm 1)."""
         self.module_.train()
         # Evaluation mode: batch statistics of the predictor must come from the random masks
-        # it was trained on, not from the selector's masks (spec pitfall 9; the reference
-        # code uses training mode here).
+        # it was trained on, not from the selector's masks (the reference code uses
+        # training mode here).
         self.predictor_.eval()
         logits = self.module_(X)
         selection = RebarBernoulli(self.tau, logits)
@@ -294,13 +111,8 @@ class RealXNet(NeuralNet):
         # f(s), f(sigma(z/tau)) and f(sigma(z_tilde/tau)) in one forward pass: exact, since
         # the predictor is in evaluation mode and treats rows independently.
         masks = torch.cat([draw.hard, draw.relaxed, draw.conditional])
-        f_hard, f_relaxed, f_conditional = _log_likelihood(
-            self.predictor_,
-            X.repeat(3, 1),
-            masks,
-            targets.repeat(3, 1),
-            self.output_spec,
-            self.append_mask,
+        f_hard, f_relaxed, f_conditional = log_likelihood(
+            self, self.predictor_, X.repeat(3, 1), masks, targets.repeat(3, 1)
         ).chunk(3)
         sparsity = torch.sigmoid(logits).mean(dim=1)
         # eq. 11: score-function term with the conditional relaxation as control variate,
@@ -312,14 +124,9 @@ class RealXNet(NeuralNet):
             - f_conditional
             - self.alpha * sparsity
         )
-        loss = -surrogate.mean()
-        # Gradients w.r.t. the selector only: the predictor's .grad stays untouched, so the
-        # selector's masks can never train it (REAL-X would turn into BASE-X; pitfall 8).
-        params = [p for p in self.module_.parameters() if p.requires_grad]
-        grads = torch.autograd.grad(loss, params, allow_unused=True)
-        for param, grad in zip(params, grads):
-            param.grad = grad  # replaces, so nothing from a previous step accumulates
-        self.optimizer_.step()
+        # The selector's masks must never train the predictor (REAL-X would turn into a
+        # jointly trained method): only the selector steps on this loss.
+        self.step(self.optimizer_, -surrogate.mean(), self.module_)
         objective = (-f_hard.detach() + self.alpha * sparsity.detach()).mean()
         return objective, logits.detach()
 
@@ -503,6 +310,7 @@ class RealXExplainer(BaseExplainer):
 
     _parameter_constraints: dict = {
         **BaseExplainer._parameter_constraints,
+        "groups": ["array-like", None],
         "k": [Interval(Integral, 1, None, closed="left"), None],
         "alpha": [Interval(Real, 0, None, closed="left")],
         "tau": [Interval(Real, 0, None, closed="neither")],
@@ -524,6 +332,8 @@ class RealXExplainer(BaseExplainer):
         append_mask=True,
         selector=MLP(hidden_units=(100, 100), activation="elu"),
         predictor=MLP(hidden_units=(200, 200), batch_norm=True),
+        baseline="mean",
+        groups=None,
         max_epochs=160,
         batch_size=256,
         lr=1e-3,
@@ -543,6 +353,8 @@ class RealXExplainer(BaseExplainer):
         self.append_mask = append_mask
         self.selector = selector
         self.predictor = predictor
+        self.baseline = baseline
+        self.groups = groups
         self.max_epochs = max_epochs
         self.batch_size = batch_size
         self.lr = lr
@@ -554,8 +366,8 @@ class RealXExplainer(BaseExplainer):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _check_params(self, n_features):
-        super()._check_params(n_features)
+    def _check_params(self, problem):
+        super()._check_params(problem)
         if self.predictor_epochs >= self.max_epochs:
             raise ValueError(
                 f"predictor_epochs should be < max_epochs = {self.max_epochs}, leaving epochs "
@@ -567,7 +379,7 @@ class RealXExplainer(BaseExplainer):
                 "the predictor only in those epochs; got 0."
             )
 
-    def _build_net(self, n_features, spec, **net_params):
+    def _build_net(self, problem, **net_params):
         return RealXNet(
             self.selector,
             predictor=self.predictor,
@@ -576,25 +388,9 @@ class RealXExplainer(BaseExplainer):
             schedule=self.schedule,
             predictor_epochs=self.predictor_epochs,
             append_mask=self.append_mask,
-            n_features=n_features,
-            output_spec=spec,
+            **problem.net_params(),
             **net_params,
         )
 
     def _selector_scores(self, X):
         return torch.sigmoid(self.net_.module_(X))
-
-    def _masks_from_scores(self, scores):
-        if self.k is None:
-            return (scores.numpy() > 0.5).astype(np.float32)
-        return super()._masks_from_scores(scores)
-
-    def _predict_masked(self, X, masks):
-        predictor = self.net_.predictor_
-        predictor.eval()
-        device = self._inference_device()
-        with torch.inference_mode():
-            predicted = predictor(
-                _predictor_input(X.to(device), masks.to(device), self.append_mask)
-            )
-        return output_values(predicted, self.output_spec_)

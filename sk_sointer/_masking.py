@@ -1,0 +1,186 @@
+"""The masker: what "leaving a feature out" means, in the data's own units.
+
+A masked feature is replaced by a *baseline* (the training mean by default), never by a raw
+0, which in everyday units is an arbitrary and often impossible value (a blood pressure of
+0). The same masker serves both sides of an explainer:
+
+- the method's networks see *standardised* rows ``(x - mean) / scale``, in which a masked
+  feature takes the standardised baseline (0 for the default mean baseline), so that what
+  the networks learn does not depend on the units of ``X``;
+- the black box, whenever it is queried on masked rows, sees ``s * x + (1 - s) * baseline``
+  in the data's units.
+
+It also maps *feature groups* (image patches, the one-hot columns of a category) to
+features: selectors score groups, and a mask over groups is expanded to the features.
+On the papers' N(0, 1) synthetic data, ``baseline="zero"`` is the papers' zero-filling and
+the default ``"mean"`` differs from it by the sampling error of the mean.
+"""
+
+from numbers import Real
+
+import numpy as np
+import torch
+
+BASELINE_DOC = """\
+baseline : {"mean", "zero"}, float or array-like of shape (n_features,), default="mean"
+        The value a left-out feature takes, in the data's units: the training mean of
+        the feature (the default: a value the model has seen, whatever the units),
+        ``"zero"`` (the papers' synthetic setting, whose data has mean 0), one number for
+        every feature, or one per feature. The explainer's networks and every query of
+        the black box on masked rows use it."""
+
+GROUPS_DOC = """\
+groups : array-like of shape (n_features,), default=None
+        One group id per feature (image patches, the one-hot columns of one category,
+        the tokens of one word): the selector scores groups, ``k`` counts groups, and the
+        masks returned by ``transform`` keep or drop every feature of a group together.
+        ``None``: every feature is its own group."""
+
+
+class Masker:
+    """Masking in the data's units, standardisation for the networks, feature groups.
+
+    Parameters
+    ----------
+    baseline : {"mean", "zero"}, float or array-like of shape (n_features,), default="mean"
+        Value of a left-out feature, in the data's units.
+    groups : array-like of shape (n_features,), default=None
+        One group id per feature; ``None`` makes every feature its own group.
+
+    Attributes
+    ----------
+    mean_, scale_ : ndarray of shape (n_features,)
+        Standardisation learnt by :meth:`fit` (a constant feature gets scale 1).
+    baseline_ : ndarray of shape (n_features,)
+        The baseline in the data's units.
+    baseline_scaled_ : ndarray of shape (n_features,), float32
+        The baseline as the networks see it.
+    groups_ : ndarray of shape (n_features,) or None
+        Index (0 .. n_groups_ - 1) of each feature's group, in the order of first appearance.
+    n_groups_ : int
+        Number of groups: the width of a selector's output.
+    """
+
+    def __init__(self, baseline="mean", groups=None):
+        self.baseline = baseline
+        self.groups = groups
+
+    def fit(self, X):
+        """Learn the standardisation and resolve the baseline and the groups on ``X``."""
+        X = np.asarray(X)
+        n_features = X.shape[1]
+        with np.errstate(over="ignore", invalid="ignore"):
+            mean = X.mean(axis=0, dtype=np.float64)
+            spread = X.std(axis=0, dtype=np.float64)
+        if not (np.isfinite(mean).all() and np.isfinite(spread).all()):
+            raise ValueError(
+                "X has values too large to standardise (their mean or spread overflows); "
+                "rescale the features."
+            )
+        self.mean_ = mean
+        self.scale_ = np.where(spread > 0, spread, 1.0)
+        self.baseline_ = self._resolve_baseline(n_features)
+        self.baseline_scaled_ = ((self.baseline_ - self.mean_) / self.scale_).astype(np.float32)
+        if not np.isfinite(self.baseline_scaled_).all():
+            raise ValueError("baseline is too far from the data to be standardised in float32.")
+        self.groups_, self.n_groups_ = self._resolve_groups(n_features)
+        self._tensors = {}
+        return self
+
+    def _resolve_baseline(self, n_features):
+        baseline = self.baseline
+        if isinstance(baseline, str):
+            if baseline == "mean":
+                return self.mean_.copy()
+            if baseline == "zero":
+                return np.zeros(n_features)
+            raise ValueError(f"baseline should be 'mean', 'zero', a number or an array; got {baseline!r}.")
+        if isinstance(baseline, Real) and not isinstance(baseline, bool):
+            values = np.full(n_features, float(baseline))
+        else:
+            try:
+                values = np.asarray(baseline, dtype=np.float64)
+            except (TypeError, ValueError):
+                raise ValueError(
+                    f"baseline should be 'mean', 'zero', a number or an array of numbers; got "
+                    f"{baseline!r}."
+                ) from None
+            if values.shape != (n_features,):
+                raise ValueError(
+                    f"baseline should have one value per feature, shape ({n_features},); got "
+                    f"shape {values.shape}."
+                )
+        if not np.isfinite(values).all():
+            raise ValueError("baseline contains NaN or infinity.")
+        return values
+
+    def _resolve_groups(self, n_features):
+        if self.groups is None:
+            return None, n_features
+        groups = np.asarray(self.groups)
+        if groups.shape != (n_features,):
+            raise ValueError(
+                f"groups should give one group id per feature, shape ({n_features},); got shape "
+                f"{groups.shape}."
+            )
+        if groups.dtype.kind == "f" and not np.isfinite(groups).all():
+            raise ValueError("groups contains NaN or infinity.")
+        _, first, index = np.unique(groups, return_index=True, return_inverse=True)
+        # Number groups in the order in which they first appear, not in sorted order.
+        rank = np.empty(len(first), dtype=np.int64)
+        rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+        return rank[index.ravel()], len(first)
+
+    # -- the networks' side ------------------------------------------------------------
+
+    def standardize(self, X):
+        """Rows as the networks see them: ``(x - mean) / scale``, float32, computed in float64
+        so that large raw values do not overflow on the way."""
+        scaled = (np.asarray(X, dtype=np.float64) - self.mean_) / self.scale_
+        scaled = scaled.astype(np.float32)
+        if not np.isfinite(scaled).all():
+            raise ValueError(
+                "X has values so far from the training data that they overflow float32 once "
+                "standardised."
+            )
+        return scaled
+
+    def mask(self, X_scaled, masks, *, append_mask=False):
+        """``s * x + (1 - s) * b`` on standardised rows (a tensor); with ``append_mask`` the
+        mask follows as extra columns, so that a left-out feature is told apart from a
+        feature that happens to equal the baseline."""
+        masks = masks.to(X_scaled.dtype)
+        baseline = self._tensor("baseline_scaled_", X_scaled)
+        masked = baseline + masks * (X_scaled - baseline)
+        return torch.cat([masked, masks], dim=1) if append_mask else masked
+
+    def _tensor(self, name, like):
+        key = (name, like.device, like.dtype)
+        if key not in self._tensors:
+            self._tensors[key] = torch.as_tensor(getattr(self, name), dtype=like.dtype,
+                                                 device=like.device)
+        return self._tensors[key]
+
+    # -- the black box's side ----------------------------------------------------------
+
+    def mask_raw(self, X, masks):
+        """``s * x + (1 - s) * baseline`` in the data's units (ndarray, the dtype of ``X``)."""
+        X = np.asarray(X)
+        masks = np.asarray(masks, dtype=bool)
+        return np.where(masks, X, self.baseline_.astype(X.dtype, copy=False))
+
+    # -- groups ------------------------------------------------------------------------
+
+    def expand(self, group_masks):
+        """Feature-level masks (or scores) from group-level ones (tensor or ndarray)."""
+        if self.groups_ is None:
+            return group_masks
+        if isinstance(group_masks, torch.Tensor):
+            index = self._tensor("groups_", torch.empty((), dtype=torch.long, device=group_masks.device))
+            return group_masks.index_select(-1, index)
+        return group_masks[..., self.groups_]
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_tensors"] = {}  # device copies are rebuilt where the masker is loaded
+        return state

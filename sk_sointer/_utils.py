@@ -1,0 +1,60 @@
+"""Small helpers shared across the package: devices, seeding, chunked inference."""
+
+from contextlib import contextmanager
+
+import numpy as np
+import torch
+from sklearn.utils import check_random_state
+
+# Rows per forward pass at explanation time: large enough that a forward pass dominates the
+# per-call overhead, small enough to bound memory on wide data.
+INFERENCE_CHUNK = 65_536
+
+
+def resolve_device(device):
+    """A :class:`torch.device` from ``"auto"`` (CUDA when present), ``"cpu"``, ``"cuda[:N]"``.
+
+    A CUDA device on a machine without CUDA is a ``ValueError`` that says so.
+    """
+    if isinstance(device, torch.device):
+        device = str(device)
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        resolved = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ValueError(f"device should be 'auto', 'cpu', 'cuda' or 'cuda:N'; got {device!r}.") from None
+    if resolved.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device={str(resolved)!r} was requested but CUDA is not available.")
+    return resolved
+
+
+@contextmanager
+def seeded(random_state, device):
+    """Seed torch for the duration of a block without touching the caller's RNG state;
+    yields the integer seed drawn from ``random_state``."""
+    seed = int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
+    devices = [device.index or 0] if device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(seed)
+        yield seed
+
+
+def in_chunks(func, *arrays, chunk=INFERENCE_CHUNK):
+    """``func`` applied to aligned row chunks of ``arrays``; the results concatenated.
+
+    Results may be tensors or ndarrays (of the same kind for every chunk).
+    """
+    n_rows = len(arrays[0])
+    results = [func(*(array[start : start + chunk] for array in arrays))
+               for start in range(0, max(n_rows, 1), chunk)]
+    if isinstance(results[0], torch.Tensor):
+        return torch.cat(results)
+    return np.concatenate(results)
+
+
+def writable_float32(X):
+    """``X`` as a float32 ndarray torch can wrap; only read-only arrays (memory maps) are
+    copied, since torch warns on them."""
+    X = np.asarray(X, dtype=np.float32)
+    return X if X.flags.writeable else X.copy()
