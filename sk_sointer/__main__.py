@@ -77,17 +77,28 @@ def _demo_rows(text):
 
 
 def _device(text):
-    if text == "auto":
-        return text
     import torch
 
     try:
-        torch.device(text)
-    except RuntimeError:
+        if text != "auto":
+            torch.device(text)
+    except (RuntimeError, TypeError):
         raise argparse.ArgumentTypeError(
             f"expected auto, cpu, cuda or cuda:N; got {text!r}"
         ) from None
     return text
+
+
+def _baseline(text):
+    if text in ("mean", "zero"):
+        return text
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected mean, zero or a number; got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number; got {text!r}")
+    return value
 
 
 def _build_parser():
@@ -133,6 +144,9 @@ def _build_parser():
                          help="explainer: " + ", ".join(sorted(_methods())) + " (default: l2x)")
     explain.add_argument("-k", "--k", type=int, required=True, help="features selected per row")
     explain.add_argument("--out", required=True, metavar="MASKS.csv", help="where to write masks")
+    explain.add_argument("--baseline", type=_baseline, default="mean",
+                         help="value of a left-out feature: mean (the column's mean over the "
+                         "fit rows), zero, or a number (default: mean)")
     explain.add_argument("--fit-rows", type=_positive_int, default=None,
                          help="fit on the first N rows only (default: all rows)")
     header = explain.add_mutually_exclusive_group()
@@ -277,7 +291,7 @@ def _run_explain(args):
     X_fit = X[: args.fit_rows] if args.fit_rows is not None else X
     explainer = _make_explainer(
         methods[args.method], k=args.k, max_epochs=args.max_epochs, device=args.device,
-        random_state=args.random_state, verbose=1,
+        baseline=args.baseline, random_state=args.random_state, verbose=1,
     )
     with warnings.catch_warnings():
         # Column names were checked against the model's above.
@@ -288,11 +302,24 @@ def _run_explain(args):
             raise _InputError(f"could not fit the explainer to {args.model}: {exc}") from None
         masks = explainer.transform(X)
         fidelity = explainer.score(X_fit)
+        chance = _random_mask_fidelity(black_box, X_fit, args.k, explainer.masker_.baseline_,
+                                       args.random_state)
 
     _write_masks(args.out, names, masks)
     print(f"Wrote {n_rows:,} masks ({args.k} of {n_features} features per row) to {args.out}; "
-          f"fidelity on the {len(X_fit):,} fit rows: {fidelity:.3f} (higher is better).")
+          f"fidelity on the {len(X_fit):,} fit rows: {fidelity:.3f} (higher is better; random "
+          f"{args.k}-feature masks: {chance:.3f}).")
     return 0
+
+
+def _random_mask_fidelity(black_box, X, k, baseline, seed):
+    """Fidelity of uniformly random k-feature masks: the level an explanation must beat."""
+    from .metrics import posthoc_accuracy
+
+    rng = np.random.default_rng(seed)
+    order = np.argsort(rng.random(X.shape), axis=1)
+    masks = (order < k).astype(np.float32)
+    return posthoc_accuracy(black_box, X, masks, baseline=baseline)
 
 
 def _check_file(path, what):

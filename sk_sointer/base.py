@@ -145,12 +145,20 @@ class _SkorchEstimatorMixin:
         device = resolve_device(self.device)
         with seeded(self.random_state, device) as seed:
             self._pretrain(problem, X_scaled, targets)
-            self.net_ = self._build_net(problem, **self._net_params(device, seed, X.shape[0]))
-            self.net_.fit(self._selector_input(X_scaled, X), targets)
+            net_input = self._selector_input(X_scaled, X)
+            self.net_ = self._build_net(
+                problem,
+                selector_in_features=net_input.shape[1],
+                **self._net_params(device, seed, X.shape[0]),
+            )
+            self.net_.fit(net_input, targets)
         return self
 
     def _selector_input(self, X_scaled, X):
-        """What the net is fed: the standardised rows unless a method adds to them."""
+        """What the net is fed, in training and at explanation time (float32 ndarray): the
+        standardised rows, followed by any columns a method adds for its selector (MEED:
+        the black box's outputs). The selector's input width follows from it; the judges
+        read only the first ``n_features`` columns."""
         return X_scaled
 
     def _resolve_targets(self, X, y, black_box):

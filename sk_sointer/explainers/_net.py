@@ -116,13 +116,19 @@ class SelectorJudgeNet(NeuralNet):
         return to_tensor(X, device=self.device), to_tensor(targets, device=self.device)
 
     def masked(self, X, group_masks):
-        """What a judge sees: ``m(x, s)`` for a mask over groups, mask appended if asked."""
-        return self.masker.mask(X, self.masker.expand(group_masks), append_mask=self.append_mask)
+        """What a judge sees: ``m(x, s)`` for a mask over groups, mask appended if asked.
+
+        ``X`` is what the net is fed: the standardised rows, possibly followed by extra
+        columns that only the selector reads (a method's ``_selector_input``); the judges
+        see the rows alone."""
+        rows = X[:, : self.n_features]
+        return self.masker.mask(rows, self.masker.expand(group_masks), append_mask=self.append_mask)
 
     def judge_raw(self, X, feature_masks):
         """Raw outputs (logits, standardised values) of the judge on feature-masked rows."""
         module = getattr(self, self.judge + "_")
-        return module(self.masker.mask(X, feature_masks, append_mask=self.append_mask))
+        rows = X[:, : self.n_features]
+        return module(self.masker.mask(rows, feature_masks, append_mask=self.append_mask))
 
     def predict_masked(self, X, feature_masks):
         """The judge's outputs on ``m(x, s)``: probabilities, or values in the target's units.
