@@ -137,6 +137,34 @@ def test_explain_fit_rows_still_explains_every_row(capsys, tmp_path, model_path,
     assert "fidelity on the 60 fit rows" in capsys.readouterr().out
 
 
+def test_explain_reports_fidelity_next_to_random_masks_with_the_baseline(
+    capsys, tmp_path, model_path, csv_path, data
+):
+    from sk_sointer.metrics import posthoc_accuracy
+
+    X = data[0]
+    model = joblib.load(model_path)
+    out = tmp_path / "masks.csv"
+    for baseline in ("mean", "zero", "0.5"):
+        argv = ["explain", model_path, csv_path, "-k", "2", "--baseline", baseline,
+                "--out", str(out), *FAST]
+        assert main(argv) == 0
+        printed = capsys.readouterr().out
+        fidelity, chance = map(float, re.findall(r": ([0-9.]+)", printed)[:2])
+        masks = np.array(read_csv(out)[1:], dtype=float)
+        value = {"mean": X.mean(axis=0), "zero": 0.0, "0.5": 0.5}[baseline]
+        # The CLI's fidelity is the model on the kept features, the others at the baseline.
+        assert fidelity == pytest.approx(posthoc_accuracy(model, X, masks, baseline=value), abs=1e-3)
+        assert 0.0 <= chance <= 1.0 and "random 2-feature masks" in printed
+
+
+def test_explain_rejects_a_bad_baseline(capsys, model_path, csv_path, tmp_path):
+    argv = ["explain", model_path, csv_path, "-k", "2", "--baseline", "median",
+            "--out", str(tmp_path / "m.csv")]
+    assert main(argv) == 2
+    assert "expected mean, zero or a number; got 'median'" in capsys.readouterr().err
+
+
 # -- explain: bad input --------------------------------------------------------------------
 
 def test_missing_files(capsys, tmp_path, model_path, csv_path):
