@@ -23,7 +23,9 @@ def test_training_uses_relaxed_masks_and_evaluation_exact_ones():
     expl = L2XExplainer(k=2, max_epochs=2, random_state=0).fit(X, (X[:, 0] > 0).astype(int))
     net = expl.net_
     seen = []
-    hook = net.approximator_.register_forward_pre_hook(lambda module, args: seen.append(args[0]))
+    hook = net.approximator_.register_forward_pre_hook(
+        lambda module, args: seen.append(args[0].cpu())
+    )
     x = torch.as_tensor(X[:50])
     net.module_.train()
     net.infer(x)

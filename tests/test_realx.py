@@ -25,8 +25,9 @@ torch.set_num_threads(1)
 def _toy_rebar_gradients(detach_v, n_draws=200_000, logit=0.3, tau=0.1):
     """Per-draw REBAR estimates of d/dl E[f(b)], b ~ Bernoulli(sigmoid(l)), f(b) = (b - 0.45)^2.
 
-    This is the 1-D check of spec §2.2. With ``detach_v`` the conditional sample's noise
-    transform v is cut from the graph, the mistake the estimator must not make.
+    One Bernoulli variable, so the exact derivative is known and the estimator's mean can be
+    compared with it. With ``detach_v`` the conditional sample's noise transform v is cut
+    from the graph, the mistake the estimator must not make: it biases the gradient.
     """
     f = lambda b: (b - 0.45) ** 2  # noqa: E731
     logits = torch.full((n_draws, 1), logit, requires_grad=True)
@@ -112,7 +113,7 @@ def test_predictor_sees_only_random_masks_and_selector_never_trains_it(xor_rows)
     _silence_selector(net)
     seen = []
     hook = net.predictor_.register_forward_pre_hook(
-        lambda module, args: seen.append((module.training, args[0].detach().clone()))
+        lambda module, args: seen.append((module.training, args[0].detach().cpu()))
     )
     X_t = torch.as_tensor(X)
     targets = torch.as_tensor(np.eye(2, dtype=np.float32)[y])
@@ -140,7 +141,7 @@ def test_predictor_sees_only_random_masks_and_selector_never_trains_it(xor_rows)
     predictor_now = _params(net.predictor_)
     grads_before = [None if p.grad is None else p.grad.clone()
                     for p in net.predictor_.parameters()]
-    net._selector_step(X_t, targets)
+    net._selector_step(X_t.to(net.device), targets.to(net.device))
     assert all(torch.equal(a, b) for a, b in zip(_params(net.predictor_), predictor_now))
     for param, grad in zip(net.predictor_.parameters(), grads_before):
         assert (param.grad is None) == (grad is None)
@@ -148,7 +149,7 @@ def test_predictor_sees_only_random_masks_and_selector_never_trains_it(xor_rows)
             assert torch.equal(param.grad, grad)
     selector_now = _params(net.module_)
     assert any(not torch.equal(a, b) for a, b in zip(selector_now, selector_before))
-    net._predictor_step(X_t, targets)
+    net._predictor_step(X_t.to(net.device), targets.to(net.device))
     assert all(torch.equal(a, b) for a, b in zip(_params(net.module_), selector_now))
 
 

@@ -85,8 +85,9 @@ def test_every_net_is_built_on_the_shared_base_and_predicts_masked_rows(table, m
     masked = X_scaled * torch.as_tensor(masks, dtype=torch.float32)
     if net.append_mask:
         masked = torch.cat([masked, torch.as_tensor(masks, dtype=torch.float32)], dim=1)
+    device = next(judge.parameters()).device
     with torch.no_grad():
-        expected = torch.softmax(judge(masked), dim=1).numpy()
+        expected = torch.softmax(judge(masked.to(device)), dim=1).cpu().numpy()
     np.testing.assert_allclose(outputs, expected, rtol=1e-5, atol=1e-6)
 
 
