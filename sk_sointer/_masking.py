@@ -16,25 +16,8 @@ On the papers' N(0, 1) synthetic data, ``baseline="zero"`` is the papers' zero-f
 the default ``"mean"`` differs from it by the sampling error of the mean.
 """
 
-from numbers import Real
-
 import numpy as np
 import torch
-
-BASELINE_DOC = """\
-baseline : {"mean", "zero"}, float or array-like of shape (n_features,), default="mean"
-        The value a left-out feature takes, in the data's units: the training mean of
-        the feature (the default: a value the model has seen, whatever the units),
-        ``"zero"`` (the papers' synthetic setting, whose data has mean 0), one number for
-        every feature, or one per feature. The explainer's networks and every query of
-        the black box on masked rows use it."""
-
-GROUPS_DOC = """\
-groups : array-like of shape (n_features,), default=None
-        One group id per feature (image patches, the one-hot columns of one category,
-        the tokens of one word): the selector scores groups, ``k`` counts groups, and the
-        masks returned by ``transform`` keep or drop every feature of a group together.
-        ``None``: every feature is its own group."""
 
 
 class Masker:
@@ -78,9 +61,13 @@ class Masker:
                 "rescale the features."
             )
         self.mean_ = mean
-        self.scale_ = np.where(spread > 0, spread, 1.0)
+        # A constant feature's spread is rounding error of the mean (1e-15 for a column of
+        # 0.1s), not a scale: dividing by it would blow any other value up to ~1e15.
+        constant = spread <= X.shape[0] * np.finfo(np.float64).eps * np.abs(mean)
+        self.scale_ = np.where((spread > 0) & ~constant, spread, 1.0)
         self.baseline_ = self._resolve_baseline(n_features)
-        self.baseline_scaled_ = ((self.baseline_ - self.mean_) / self.scale_).astype(np.float32)
+        with np.errstate(over="ignore"):
+            self.baseline_scaled_ = ((self.baseline_ - self.mean_) / self.scale_).astype(np.float32)
         if not np.isfinite(self.baseline_scaled_).all():
             raise ValueError("baseline is too far from the data to be standardised in float32.")
         self.groups_, self.n_groups_ = self._resolve_groups(n_features)
@@ -95,21 +82,24 @@ class Masker:
             if baseline == "zero":
                 return np.zeros(n_features)
             raise ValueError(f"baseline should be 'mean', 'zero', a number or an array; got {baseline!r}.")
-        if isinstance(baseline, Real) and not isinstance(baseline, bool):
-            values = np.full(n_features, float(baseline))
-        else:
-            try:
-                values = np.asarray(baseline, dtype=np.float64)
-            except (TypeError, ValueError):
-                raise ValueError(
-                    f"baseline should be 'mean', 'zero', a number or an array of numbers; got "
-                    f"{baseline!r}."
-                ) from None
-            if values.shape != (n_features,):
-                raise ValueError(
-                    f"baseline should have one value per feature, shape ({n_features},); got "
-                    f"shape {values.shape}."
-                )
+        if baseline is None or isinstance(baseline, (bool, np.bool_)):
+            raise ValueError(
+                f"baseline should be 'mean', 'zero', a number or an array; got {baseline!r}."
+            )
+        try:
+            values = np.asarray(baseline, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"baseline should be 'mean', 'zero', a number or an array of numbers; got "
+                f"{baseline!r}."
+            ) from None
+        if values.ndim == 0:
+            values = np.full(n_features, float(values))
+        elif values.shape != (n_features,):
+            raise ValueError(
+                f"baseline should have one value per feature, shape ({n_features},); got "
+                f"shape {values.shape}."
+            )
         if not np.isfinite(values).all():
             raise ValueError("baseline contains NaN or infinity.")
         return values
@@ -125,7 +115,12 @@ class Masker:
             )
         if groups.dtype.kind == "f" and not np.isfinite(groups).all():
             raise ValueError("groups contains NaN or infinity.")
-        _, first, index = np.unique(groups, return_index=True, return_inverse=True)
+        try:
+            _, first, index = np.unique(groups, return_index=True, return_inverse=True)
+        except TypeError:
+            raise ValueError(
+                "groups should hold ids of one comparable type (all numbers or all strings)."
+            ) from None
         # Number groups in the order in which they first appear, not in sorted order.
         rank = np.empty(len(first), dtype=np.int64)
         rank[np.argsort(first, kind="stable")] = np.arange(len(first))
@@ -137,7 +132,8 @@ class Masker:
         """Rows as the networks see them: ``(x - mean) / scale``, float32, computed in float64
         so that large raw values do not overflow on the way."""
         scaled = (np.asarray(X, dtype=np.float64) - self.mean_) / self.scale_
-        scaled = scaled.astype(np.float32)
+        with np.errstate(over="ignore"):
+            scaled = scaled.astype(np.float32)
         if not np.isfinite(scaled).all():
             raise ValueError(
                 "X has values so far from the training data that they overflow float32 once "

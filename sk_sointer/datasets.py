@@ -18,6 +18,8 @@ from scipy.special import expit
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 
+from ._docstrings import doc_filler
+
 __all__ = [
     "CONTROL_FLOW_FEATURE",
     "make_control_flow",
@@ -41,40 +43,43 @@ _ADDITIVE_COEFS = {
 _SETTINGS = {"S1": ("A", "B"), "S2": ("A", "C"), "S3": ("B", "C")}
 
 
-# Shared docstring text, written once and substituted with ``%`` formatting (a literal
-# percent sign in a docstring that uses it must be written ``%%``).
+# Docstring text shared by the generators, filled in by ``_fill_doc`` (see
+# ``sk_sointer._docstrings``: stored unindented; a literal percent sign in a docstring
+# that uses it must be written ``%%``).
 _DOC = {
-    "n_samples": """n_samples : int, default=10_000
-        Number of rows.""",
-    "random_state": """random_state : int, RandomState instance or None, default=None
-        Seeds the draws of the features and of the labels (and of the regimes, where
-        there are any). Pass an int for reproducible output. The features are drawn
-        first, as one ``randn(n_samples, n_features)`` call (before any shift), the
-        same draws as the reference code makes after ``np.random.seed(seed)``.""",
-    "return_proba": """return_proba : bool, default=False
-        Also return the true probabilities P(y = 1 | x).""",
-    "returns": """X : ndarray of shape (n_samples, n_features), dtype=float64
-        Features.
+    "n_samples": """\
+n_samples : int, default=10_000
+    Number of rows.""",
+    "random_state": """\
+random_state : int, RandomState instance or None, default=None
+    Seeds the draws of the features and of the labels (and of the regimes, where
+    there are any). Pass an int for reproducible output. The features are drawn
+    first, as one ``randn(n_samples, n_features)`` call (before any shift), the
+    same draws as the reference code makes after ``np.random.seed(seed)``.""",
+    "return_proba": """\
+return_proba : bool, default=False
+    Also return the true probabilities P(y = 1 | x).""",
+    "returns": """\
+X : ndarray of shape (n_samples, n_features), dtype=float64
+    Features.
 
-    y : ndarray of shape (n_samples,), dtype=int64
-        Labels in {0, 1}, sampled from ``proba`` (they are not thresholded).
+y : ndarray of shape (n_samples,), dtype=int64
+    Labels in {0, 1}, sampled from ``proba`` (they are not thresholded).
 
-    relevant : ndarray of shape (n_samples, n_features), dtype=bool
-        Ground truth: ``relevant[i, j]`` is True when the label of row ``i`` depends on
-        feature ``j``.
+relevant : ndarray of shape (n_samples, n_features), dtype=bool
+    Ground truth: ``relevant[i, j]`` is True when the label of row ``i`` depends on
+    feature ``j``.
 
-    proba : ndarray of shape (n_samples,), dtype=float64
-        P(y = 1 | x) for every row. Only returned when ``return_proba=True``.""",
+proba : ndarray of shape (n_samples,), dtype=float64
+    P(y = 1 | x) for every row. Only returned when ``return_proba=True``.""",
 }
 
-
-def _fill_doc(func):
-    func.__doc__ = func.__doc__ % _DOC
-    return func
+_fill_doc = doc_filler(_DOC)
 
 
 # Logits. Each takes the full matrix and the columns it reads, and is computed in
-# float64: exp(-d) reaches ~e^50 for plausible draws and overflows float32 (spec 1.6).
+# float64: L2X's additive logits reach about +-100 (the -100 sin term), past the ~88.7 at
+# which exp overflows in float32.
 
 
 def _xor_logit(X, cols=(0, 1)):

@@ -285,7 +285,8 @@ class RebarBernoulli(Distribution):
         if self._validate_args:
             self._validate_sample(value)
         logits, value = broadcast_all(self.logits, value)
-        # The BCE form is exact and finite for any logit, unlike log(p + eps) (spec pitfall 5).
+        # The BCE form is exact and finite for any logit; the REAL-X code's log(p + 1e-5)
+        # caps each term at about 11.5 nats.
         return -F.binary_cross_entropy_with_logits(logits, value, reduction="none").sum(-1)
 
     def entropy(self):
@@ -294,7 +295,8 @@ class RebarBernoulli(Distribution):
 
 
 def _uniform(shape, like):
-    # float32's smallest normal keeps log(u) finite (spec pitfall 3); torch.rand is < 1.
+    # u = 0 would make log(u), and so the logistic sample, -inf: clamping at the dtype's
+    # smallest normal keeps it finite. torch.rand is < 1, so log1p(-u) is finite too.
     uniform = torch.rand(shape, device=like.device, dtype=like.dtype)
     return uniform.clamp_min(torch.finfo(like.dtype).tiny)
 

@@ -53,9 +53,9 @@ def predictor_step(net, predictor, optimizer, X, targets, lr_factor):
 def cosine_factor(epoch, n_epochs):
     """Learning-rate factor of a cosine decay from 1 at epoch 1 towards 0 after ``n_epochs``.
 
-    The random-mask objective must resolve small conditional effects (REAL-X's control-flow
-    feature is worth 0.02 nats in the XOR regime of S1): at a constant learning rate the
-    predictor kept about half of that in our runs, a decayed one nearly all of it.
+    The decay lets the random-mask objective resolve small conditional effects, such as a
+    control-flow feature worth a few hundredths of a nat, which a constant learning rate
+    learns only in part (see ``doc/tuning.rst`` in the source repository).
     """
     return 0.5 * (1.0 + math.cos(math.pi * min(epoch - 1, n_epochs) / n_epochs))
 

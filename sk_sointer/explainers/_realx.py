@@ -21,6 +21,7 @@ from numbers import Integral, Real
 import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._docstrings import fill_doc
 from .._networks import MLP
 from ..base import BaseExplainer
 from ..distributions import RebarBernoulli
@@ -131,6 +132,7 @@ class RealXNet(SelectorJudgeNet):
         return objective, logits.detach()
 
 
+@fill_doc
 class RealXExplainer(BaseExplainer):
     """Instance-wise feature selection by REAL-X, free of encoded predictions.
 
@@ -152,12 +154,16 @@ class RealXExplainer(BaseExplainer):
         Strength ``lambda`` of the sparsity penalty ``lambda * mean_j p_j`` on the mean
         selection probability (the released code's form; the paper writes
         ``lambda * ||s||_0``, so the paper's ``lambda`` is about ``alpha / n_features``).
-        Larger values select fewer features.
+        Larger values select fewer features. The default, the paper's value for S1 and S2,
+        keeps the penalty on one of their 11 features (about 0.005 nats) well below what
+        the control-flow feature is worth in an XOR regime (about 0.02 nats).
 
     tau : float, default=0.5
         Temperature of the relaxed selections in REBAR's control variate. The estimator
-        is unbiased for any value; it changes only the variance (REAL-X fixes 0.1, see
-        Notes).
+        is unbiased for any value; it changes only the variance. The default is higher
+        than REAL-X's fixed 0.1, with which (and no weight decay) a feature selected in
+        every row early in training often stayed selected, its REBAR gradient too noisy to
+        undo it.
 
     schedule : {"sequential", "alternating"}, default="sequential"
         After the first ``predictor_epochs`` epochs, which train the predictor only:
@@ -173,16 +179,23 @@ class RealXExplainer(BaseExplainer):
     append_mask : bool, default=True
         Give the predictor the mask next to ``x ⊙ mask``, so that a masked feature is told
         apart from an observed 0. The reference code feeds ``x ⊙ mask`` alone, which
-        ``False`` reproduces; see Notes.
+        ``False`` reproduces; without the mask the predictor learned only part of what
+        each orange-skin feature is worth (a masked one counts as ``x_j^2 = 0``, far from
+        its mean of 1), and the selector missed those features.
 
     selector : callable, default=MLP(hidden_units=(100, 100), activation="elu")
         Factory ``(in_features, out_features) -> torch.nn.Module`` of the selector network,
         which outputs one logit per feature. Nested options are set with
-        ``selector__hidden_units`` and the like. ELU rather than the reference's ReLU:
-        see Notes.
+        ``selector__hidden_units`` and the like. ELU rather than the reference's ReLU,
+        whose hidden outputs share a large positive mean, so that the first updates do not
+        raise a feature's logit in every row alike.
 
     predictor : callable, default=MLP(hidden_units=(200, 200), batch_norm=True)
         Factory of the predictor network, trained on ``x ⊙ r`` for random masks ``r``.
+
+    %(baseline)s
+
+    %(groups)s
 
     max_epochs : int, default=160
         Total passes over the training data, predictor-only epochs included.
@@ -192,33 +205,28 @@ class RealXExplainer(BaseExplainer):
 
     lr : float, default=1e-3
         Initial learning rate of both networks. The predictor's decays to 0 over the
-        epochs in which it trains (a cosine schedule); the selector's stays constant.
+        epochs in which it trains (a cosine schedule), which lets it resolve small
+        conditional effects such as a control-flow feature's; the selector's stays
+        constant.
 
     weight_decay : float, default=3e-4
         L2 penalty on the selector's weights (its optimizer's ``weight_decay``; the
         predictor has none). It keeps selection logits from saturating, which otherwise
-        freezes features selected early in every row (see Notes).
+        freezes features selected early in every row.
 
-    optimizer : {"adam", "adamw", "rmsprop", "sgd"} or torch optimizer class, default="adam"
-        Optimizer class; the selector and the predictor each get their own instance.
+    %(optimizer)s
+        The selector and the predictor each get their own instance.
 
-    callbacks : list of skorch callbacks, default=None
-        Extra callbacks, e.g. ``skorch.callbacks.EarlyStopping()`` (with ``train_split``).
+    %(callbacks)s
 
-    train_split : float, callable or None, default=None
-        Fraction of rows held out for validation losses, a skorch split callable, or
-        ``None`` to train on every row.
+    %(train_split)s
 
-    device : {"auto", "cpu", "cuda"} or str, default="auto"
-        Torch device; ``"auto"`` uses CUDA when it is available.
+    %(device)s
 
-    random_state : int, RandomState instance or None, default=None
-        Seeds weight initialisation, shuffling, the random masks and REBAR's noise. The
-        caller's global random states are left untouched.
+    %(random_state)s
+        It seeds weight initialisation, shuffling, the random masks and REBAR's noise.
 
-    verbose : int, default=0
-        0: silent; 1: a progress bar over epochs; 2: skorch's per-epoch table and a
-        progress bar over batches.
+    %(verbose)s
 
     Attributes
     ----------
@@ -257,30 +265,12 @@ class RealXExplainer(BaseExplainer):
     Adam), and the predictor runs in evaluation mode during selector steps, so that its
     batch-norm statistics stay those of the random masks.
 
-    The defaults differ from the reference (batch 1000, Adam 1e-4, 1000 epochs,
-    ``tau=0.1``, ReLU selector, zero-filled predictor input, constant learning rate). They
-    were tuned on REAL-X's S1-S3 at 10,000 rows, fitted on the sampled labels or on an MLP
-    classifier's probabilities, where they train in about 30 s on one CPU thread and, over
-    four data seeds, kept the control-flow feature in every row (CFSR 100%), with TPR
-    above 99% and FDR 1-12% (the higher values with the MLP's probabilities). Each change
-    fixed a failure seen on some seeds:
-
-    - ``append_mask=True``: from ``x ⊙ r`` alone the predictor learned only a fraction of
-      the value of each orange-skin feature (``sum_j x_j^2``, whose masked 0 is far from
-      its mean), so those features were missed.
-    - the predictor's cosine learning-rate decay: at a constant rate it valued the
-      control-flow feature at about half its 0.02 nats in S1's XOR regime, so that feature
-      was dropped there (CFSR near 60%).
-    - ``tau=0.5`` and ``weight_decay=3e-4``: with ``tau=0.1`` and no decay, a feature that
-      one regime needs was often selected in every row early on and stayed selected, its
-      logit saturated and its REBAR gradient too noisy to undo it (FDR 15-30%). Over 36
-      selector runs the failures fell from 8 to 1.
-    - the ELU selector: with ReLU hidden units, whose outputs share a large positive mean,
-      the first updates raised a feature's logit in every row alike, and on some seeds
-      the selection never came to depend on the control-flow feature.
-    - ``alpha=0.05`` (the paper's value for S1 and S2): at 0.1 the penalty on one
-      feature, 0.009 nats, was too close to what the control-flow feature is worth in
-      the XOR regime, and it was dropped there on some seeds.
+    The defaults differ from the released code's (batch 1000, Adam at 1e-4, 1000 epochs,
+    ``tau=0.1``, a ReLU selector, a predictor fed ``x ⊙ r`` alone at a constant learning
+    rate) so that, on REAL-X's synthetic sets S1-S3, the selection kept the control-flow
+    feature in every row on every seed tried, with about 30 s of training on one CPU
+    thread; each parameter above gives its reason. See ``doc/tuning.rst`` in the source
+    repository for the failure each change fixed and the measurements.
 
     The predictor, trained on random masks, is also a sound judge of the explanations:
     ``score`` without a model uses it on ``x ⊙ mask``.

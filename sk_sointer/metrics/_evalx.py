@@ -12,6 +12,7 @@ from sklearn.metrics import r2_score, roc_auc_score
 from sklearn.utils import check_array
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._docstrings import fill_doc
 from .._networks import MLP
 from .._outputs import output_agreement, output_loss, output_values
 from .._utils import in_chunks
@@ -22,6 +23,7 @@ from ..explainers._random_mask import RandomMaskPredictorNet
 _LOWER_IS_BETTER = {"eNLL", "eMSE"}
 
 
+@fill_doc
 class EvalXEvaluator(_SkorchEstimatorMixin, BaseEstimator):
     """EVAL-X: an evaluator of feature selections trained only on random masks.
 
@@ -42,6 +44,8 @@ class EvalXEvaluator(_SkorchEstimatorMixin, BaseEstimator):
         Give the network the mask next to ``x ⊙ mask``, so that a masked feature is told
         apart from an observed 0 (see :class:`~sk_sointer.RealXExplainer`).
 
+    %(baseline)s
+
     max_epochs : int, default=100
         Passes over the training data (the default matches the predictor-only epochs of
         :class:`~sk_sointer.RealXExplainer`).
@@ -56,25 +60,19 @@ class EvalXEvaluator(_SkorchEstimatorMixin, BaseEstimator):
     weight_decay : float, default=0.0
         L2 penalty on the network's weights (the optimizer's ``weight_decay``).
 
-    optimizer : {"adam", "adamw", "rmsprop", "sgd"} or torch optimizer class, default="adam"
-        Optimizer class.
+    %(optimizer)s
 
-    callbacks : list of skorch callbacks, default=None
-        Extra callbacks, e.g. ``skorch.callbacks.EarlyStopping()`` (with ``train_split``);
-        the validation loss is the random-mask loss on held-out rows.
+    %(callbacks)s
+        The validation loss is the random-mask loss on held-out rows.
 
-    train_split : float, callable or None, default=None
-        Fraction of rows held out for validation losses, a skorch split callable, or
-        ``None`` to train on every row.
+    %(train_split)s
 
-    device : {"auto", "cpu", "cuda"} or str, default="auto"
-        Torch device; ``"auto"`` uses CUDA when it is available.
+    %(device)s
 
-    random_state : int, RandomState instance or None, default=None
-        Seeds weight initialisation, shuffling and the random masks.
+    %(random_state)s
+        It seeds weight initialisation, shuffling and the random masks.
 
-    verbose : int, default=0
-        0: silent; 1: a progress bar over epochs; 2: skorch's per-epoch table.
+    %(verbose)s
 
     Attributes
     ----------

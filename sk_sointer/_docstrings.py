@@ -1,0 +1,112 @@
+"""Docstring text shared by several estimators, and the decorator that fills it in.
+
+A parameter that several classes accept with the same meaning and default is described once,
+in :data:`PARAMETER_DOCS`, and a class docstring names it with a ``%(name)s`` placeholder on
+a line of its own::
+
+    @fill_doc
+    class SomeExplainer(BaseExplainer):
+        '''...
+
+        Parameters
+        ----------
+        %(optimizer)s
+
+        %(callbacks)s
+            A sentence that only this class needs.
+        '''
+
+Texts are stored without indentation (the name line at column 0, the description at 4);
+the placeholder's indentation is added to every line, so the same text fits a class or
+function docstring (placeholder at 4 spaces) and a method's (at 8). A line indented like the
+description right after a placeholder continues the shared description with the class's own
+words. A literal percent sign in a filled docstring is written ``%%``; an unknown name is a
+``KeyError`` at import time.
+"""
+
+import re
+
+__all__ = ["PARAMETER_DOCS", "doc_filler", "fill_doc"]
+
+PARAMETER_DOCS = {
+    "baseline": """\
+baseline : {"mean", "zero"}, float or array-like of shape (n_features,), default="mean"
+    The value a left-out feature takes, in the data's units: the training mean of the
+    feature (the default: a value the model has seen, whatever the units), ``"zero"``
+    (the papers' synthetic setting, whose data has mean 0), one number for every feature,
+    or one per feature. Every masked row is filled with it, both those the networks see and
+    those the black box is queried on.""",
+    "groups": """\
+groups : array-like of shape (n_features,), default=None
+    One group id per feature (image patches, the one-hot columns of one category, the
+    tokens of one word): the selector scores groups, ``k`` counts groups, and the masks
+    returned by ``transform`` keep or drop every feature of a group together. ``None``:
+    every feature is its own group.""",
+    "optimizer": """\
+optimizer : {"adam", "adamw", "rmsprop", "sgd"} or torch optimizer class, default="adam"
+    Optimizer class, by name or as a ``torch.optim.Optimizer`` subclass.""",
+    "callbacks": """\
+callbacks : list of skorch callbacks, default=None
+    Extra callbacks, e.g. ``skorch.callbacks.EarlyStopping()`` (with ``train_split``).""",
+    "train_split": """\
+train_split : float, callable or None, default=None
+    Fraction of rows held out for validation losses, a skorch split callable, or ``None``
+    to train on every row.""",
+    "device": """\
+device : {"auto", "cpu", "cuda"} or str, default="auto"
+    Torch device; ``"auto"`` uses CUDA when it is available.""",
+    "random_state": """\
+random_state : int, RandomState instance or None, default=None
+    Pass an int for reproducible training. Torch's global random state is restored after
+    ``fit``, and an int or a ``RandomState`` leaves numpy's global one alone.""",
+    "verbose": """\
+verbose : int, default=0
+    0: silent; 1: a progress bar over epochs; 2: skorch's per-epoch table and a progress
+    bar over batches.""",
+}
+"""Numpydoc entries of the parameters shared by the explainers and the EVAL-X evaluator."""
+
+_PLACEHOLDER = re.compile(r"%(?:%|\((\w+)\)s)")
+
+
+def _substitute(doc, texts):
+    def replace(match):
+        name = match.group(1)
+        if name is None:
+            return "%"
+        if name not in texts:
+            raise KeyError(f"no shared docstring text named {name!r}; known: {sorted(texts)}")
+        line_start = doc.rfind("\n", 0, match.start()) + 1
+        line = doc[line_start : match.start()]
+        indent = line[: len(line) - len(line.lstrip(" "))]
+        first, *rest = texts[name].split("\n")
+        return "\n".join([first, *(indent + row if row else row for row in rest)])
+
+    return _PLACEHOLDER.sub(replace, doc)
+
+
+def doc_filler(texts):
+    """A decorator filling the ``%(name)s`` placeholders of a docstring from ``texts``.
+
+    Parameters
+    ----------
+    texts : dict of str to str
+        Replacement of each placeholder name, stored without indentation.
+
+    Returns
+    -------
+    decorator : callable
+        Fills the docstring of the class or function it is applied to, in place, and
+        returns it. A missing docstring (``python -OO``) is left missing.
+    """
+
+    def decorate(obj):
+        if obj.__doc__ is not None:
+            obj.__doc__ = _substitute(obj.__doc__, texts)
+        return obj
+
+    return decorate
+
+
+fill_doc = doc_filler(PARAMETER_DOCS)
+"""Decorator filling the placeholders of :data:`PARAMETER_DOCS` in a docstring."""
