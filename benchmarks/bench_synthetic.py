@@ -21,25 +21,28 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-# Run as a script, the harness next to this file is importable as ``common``.
-import common  # noqa: E402
+if __package__:  # imported as ``benchmarks.bench_synthetic`` (the tests)
+    from .harness import data, registry, report, run  # noqa: E402
+else:  # run as a script: the harness package lies next to this file
+    from harness import data, registry, report, run  # noqa: E402
 
 README = Path(__file__).resolve().parents[1] / "README.rst"
 
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--profile", choices=sorted(common.PROFILES), default="fast",
+    parser.add_argument("--profile", choices=sorted(data.PROFILES), default="fast",
                         help="fast: a CI smoke run; full: the README's numbers (default: fast)")
-    parser.add_argument("--datasets", nargs="+", choices=list(common.DATASETS), metavar="NAME",
-                        help=f"data sets to run, among {', '.join(common.DATASETS)} "
+    parser.add_argument("--datasets", nargs="+", choices=list(data.DATASETS), metavar="NAME",
+                        help=f"data sets to run, among {', '.join(data.DATASETS)} "
                         "(default: all)")
-    parser.add_argument("--methods", nargs="+", choices=[*common.OURS, *common.PEERS],
+    parser.add_argument("--methods", nargs="+", choices=registry.method_names(),
                         metavar="NAME",
                         help="methods to run, among "
-                        f"{', '.join([*common.OURS, *common.PEERS])} (default: all available)")
+                        f"{', '.join(registry.method_names())} (default: all available)")
     parser.add_argument("--no-peers", action="store_true",
-                        help="run only sk_sointer's explainers (no shap, lime or captum)")
+                        help="run only sk_sointer's explainers (no "
+                        f"{', '.join(registry.peer_packages())})")
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
                         help="device of our explainers, EVAL-X and the captum model "
                         "(default: auto, CUDA when available)")
@@ -61,33 +64,32 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
-    profile = common.PROFILES[args.profile]
-    methods = args.methods or [*common.OURS, *common.PEERS]
+    profile = data.PROFILES[args.profile]
+    methods = args.methods or registry.method_names()
     if args.no_peers:
-        methods = [method for method in methods if method in common.OURS]
-    out = args.out or common.RESULTS_DIR / f"synthetic_{profile.name}.json"
-    machine = common.machine_info(args.device, args.threads)
+        methods = [name for name in methods if registry.METHODS[name].amortized]
+    out = args.out or report.RESULTS_DIR / f"synthetic_{profile.name}.json"
+    machine = report.machine_info(args.device, args.threads)
 
     start = time.perf_counter()
-    kept = common.load_records(out) if args.merge and out.exists() else []
+    kept = report.load_records(out) if args.merge and out.exists() else []
 
     def save(records):
         machine["wall_s"] = round(time.perf_counter() - start, 1)
-        common.save_results(out, common.merge_records(kept, records), machine, profile)
+        report.save_results(out, report.merge_records(kept, records), machine, profile)
 
     def log(line):
         print(f"[{time.perf_counter() - start:7.1f} s] {line}", file=sys.stderr, flush=True)
 
-    records = common.run_benchmark(profile, dataset_names=args.datasets, methods=methods,
-                                   device=args.device, threads=args.threads,
-                                   seeds=args.seeds, on_record=save,
-                                   log=log)
+    records = run.run_benchmark(profile, dataset_names=args.datasets, methods=methods,
+                                device=args.device, threads=args.threads, seeds=args.seeds,
+                                on_record=save, log=log)
     save(records)
-    records = common.merge_records(kept, records)
-    table = common.render_rst(records, machine, profile)
+    records = report.merge_records(kept, records)
+    table = report.render_rst(records, machine, profile)
     out.with_suffix(".rst").write_text(table, encoding="utf-8")
     if args.update_readme:
-        common.update_readme(README, table)
+        report.update_readme(README, table)
     print(table)
     failed = [f"{r['dataset']}/{r['method']}: {r['error']}" for r in records if r["error"]]
     for line in failed:

@@ -1,20 +1,27 @@
-"""Smoke tests of the benchmark harness on the tiniest settings (no peers).
+"""Smoke tests of the benchmark harness on the tiniest settings (our explainers; of the
+peers, only captum's Saliency on a few rows).
 
 Timings are only checked to be positive and finite: their values depend on the machine.
 """
 
+import dataclasses
 import json
 import math
+import warnings
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import torch
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.neural_network import MLPClassifier
 
-from benchmarks import common
+from benchmarks import bench_synthetic
+from benchmarks.harness import data, ours, peers, quality, registry, report, run
+from sk_sointer import L2XExplainer, as_black_box, metrics
 
-TINY = common.Profile(
+TINY = data.Profile(
     name="smoke",
     n_train=300,
     n_explain=100,
@@ -30,9 +37,9 @@ TINY = common.Profile(
 
 @pytest.fixture(scope="module")
 def s1_run():
-    """Our explainers on S1, the set with every metric (CFSR, and eACC once EVAL-X exists)."""
-    return common.run_benchmark(TINY, dataset_names=["S1"], methods=list(common.OURS),
-                                device="cpu")
+    """Our explainers on S1, the set with every metric (CFSR and eACC)."""
+    return run.run_benchmark(TINY, dataset_names=["S1"],
+                             methods=registry.method_names(amortized=True), device="cpu")
 
 
 def _finite(value):
@@ -40,11 +47,10 @@ def _finite(value):
 
 
 def test_records_hold_finite_metrics_in_range(s1_run):
-    runnable, _ = common.available_methods(common.OURS)
-    assert [record["method"] for record in s1_run] == runnable
+    assert [record["method"] for record in s1_run] == ["l2x", "realx"]
     for record in s1_run:
         assert record["error"] is None, record["traceback"]
-        assert set(record) == set(common.RECORD_FIELDS)
+        assert set(record) == set(run.RECORD_FIELDS)
         assert (record["dataset"], record["n_train"], record["n_explain"]) == ("S1", 300, 100)
         n_features = record["n_features"]
         # S1 rows have 3 or 5 relevant features, so the optimum lies between 2 and 3.
@@ -57,23 +63,20 @@ def test_records_hold_finite_metrics_in_range(s1_run):
         for name in ("fit_s", "explain_ms_per_row", "throughput_ratio", "forward_ms",
                      "transform_ms"):
             assert _finite(record[name]) and record[name] > 0, name
-        if hasattr(common.metrics, "EvalXEvaluator"):
-            assert record["evalx_error"] is None, record["evalx_error"]
-            assert _finite(record["eacc"]) and 0.0 <= record["eacc"] <= 1.0
-        else:
-            assert record["eacc"] is None
+        assert record["evalx_error"] is None, record["evalx_error"]
+        for name in ("eacc", "eacc_expected"):
+            assert _finite(record[name]) and 0.0 <= record[name] <= 1.0, name
 
 
 def test_our_explainers_use_their_s_set_selection_rules(s1_run):
     by_method = {record["method"]: record for record in s1_run}
     assert by_method["l2x"]["k"] == 4 and by_method["l2x"]["mean_selected"] == 4.0
-    if "realx" in by_method:
-        assert by_method["realx"]["k"] is None  # thresholded, as in REAL-X's Table 1
+    assert by_method["realx"]["k"] is None  # thresholded, as in REAL-X's Table 1
 
 
 def test_rst_table_renders_one_row_per_record(s1_run):
-    machine = common.machine_info("cpu")
-    text = common.render_rst(s1_run, machine, TINY)
+    machine = report.machine_info("cpu")
+    text = report.render_rst(s1_run, machine, TINY)
     lines = text.splitlines()
     start = lines.index(".. table:: Synthetic data sets")
     table = []
@@ -92,33 +95,32 @@ def test_rst_table_renders_one_row_per_record(s1_run):
 def test_readme_block_is_replaced_between_the_markers_only():
     text = ("Title\n=====\n\n.. results-table-start\n\nold table\n\n"
             ".. results-table-end\n\nAfter.\n")
-    once = common.replace_between_markers(text, "new table\n")
+    once = report.replace_between_markers(text, "new table\n")
     assert once == ("Title\n=====\n\n.. results-table-start\n\nnew table\n\n"
                     ".. results-table-end\n\nAfter.\n")
-    assert common.replace_between_markers(once, "new table\n") == once
+    assert report.replace_between_markers(once, "new table\n") == once
     with pytest.raises(ValueError, match="results-table-start"):
-        common.replace_between_markers("no markers\n", "table")
+        report.replace_between_markers("no markers\n", "table")
 
 
 def test_readme_has_the_results_markers():
-    readme = common.RESULTS_DIR.parents[1] / "README.rst"
+    readme = report.RESULTS_DIR.parents[1] / "README.rst"
     lines = readme.read_text(encoding="utf-8").splitlines()
-    assert lines.index(common.README_START) < lines.index(common.README_END)
+    assert lines.index(report.README_START) < lines.index(report.README_END)
+
+
+class _BrokenL2X(L2XExplainer):
+    def fit(self, X, y=None, *, black_box=None):
+        raise RuntimeError("boom")
 
 
 def test_a_failing_method_is_recorded_and_the_run_goes_on(monkeypatch):
-    real_run_ours = common._run_ours
-
-    def broken_l2x(method, *args):
-        if method == "l2x":
-            raise RuntimeError("boom")
-        return real_run_ours(method, *args)
-
-    monkeypatch.setattr(common, "_run_ours", broken_l2x)
-    profile = common.Profile(name="smoke", n_train=200, n_explain=50, n_timing=100,
-                             timing_repeats=1, explainer_params=TINY.explainer_params)
-    records = common.run_benchmark(profile, dataset_names=["xor"], methods=["l2x", "realx"],
-                                   device="cpu")
+    monkeypatch.setitem(registry.METHODS, "l2x",
+                        dataclasses.replace(registry.METHODS["l2x"], estimator=_BrokenL2X))
+    profile = data.Profile(name="smoke", n_train=200, n_explain=50, n_timing=100,
+                           timing_repeats=1, explainer_params=TINY.explainer_params)
+    records = run.run_benchmark(profile, dataset_names=["xor"], methods=["l2x", "realx"],
+                                device="cpu")
     assert records[0]["error"] == "RuntimeError: boom" and "boom" in records[0]["traceback"]
     assert records[0]["median_rank"] is None
     for record in records[1:]:
@@ -130,12 +132,13 @@ class _StubEvaluator(BaseEstimator):
 
     calls = []
 
-    def __init__(self, max_epochs=100, random_state=None):
+    def __init__(self, max_epochs=100, device="auto", random_state=None):
         self.max_epochs = max_epochs
+        self.device = device
         self.random_state = random_state
 
     def fit(self, X, y=None, *, black_box=None):
-        self.calls.append(("fit", X.shape, black_box is not None, self.max_epochs))
+        self.calls.append(("fit", X.shape, black_box is not None, self.max_epochs, self.device))
         return self
 
     def score_masks(self, X, masks, y=None):
@@ -148,45 +151,43 @@ class _StubEvaluator(BaseEstimator):
 
 
 def test_one_evaluator_per_data_set_judges_every_method(monkeypatch):
-    monkeypatch.setattr(common.metrics, "EvalXEvaluator", _StubEvaluator, raising=False)
+    monkeypatch.setattr(metrics, "EvalXEvaluator", _StubEvaluator)
     monkeypatch.setattr(_StubEvaluator, "calls", [])
-    profile = common.Profile(name="smoke", n_train=200, n_explain=50, n_timing=100,
-                             timing_repeats=1, explainer_params=TINY.explainer_params)
-    records = common.run_benchmark(profile, dataset_names=["xor", "xor_probe"],
-                                   methods=["l2x"], device="cpu")
+    profile = data.Profile(name="smoke", n_train=200, n_explain=50, n_timing=100,
+                           timing_repeats=1, explainer_params=TINY.explainer_params)
+    records = run.run_benchmark(profile, dataset_names=["xor", "xor_probe"],
+                                methods=["l2x"], device="cpu")
     # XOR and its probe share rows, black box and evaluator; the evaluator's parameters come
-    # from the profile, and parameters it does not have (device) are left out.
-    assert _StubEvaluator.calls[0] == ("fit", (200, 10), True, 2)
+    # from the profile and the run's device.
+    assert _StubEvaluator.calls[0] == ("fit", (200, 10), True, 2, "cpu")
     assert _StubEvaluator.calls[1:] == [("score_masks", (50, 10), True)] * 2
     for record in records:
         assert record["error"] is None, record["traceback"]
         assert (record["eacc"], record["eauroc"], record["enll"]) == (0.25, 0.5, 0.75)
         assert record["evalx_error"] is None and record["evalx_fit_s"] >= 0
-    _, _, _, proba = common.DATASETS["xor"].draw(50, common.EXPLAIN_SEED, return_proba=True)
+    _, _, _, proba = data.DATASETS["xor"].draw(50, data.EXPLAIN_SEED, return_proba=True)
     assert records[0]["eacc_expected"] == pytest.approx(proba.mean())
 
 
 def test_a_failing_data_set_fails_its_methods_only(monkeypatch):
-    real_prepare = common._prepare
-
     def prepare(spec, *args):
         if spec.name == "orange_skin":
             raise ValueError("no rows")
-        return real_prepare(spec, *args)
+        return data.prepare(spec, *args)
 
-    monkeypatch.setattr(common, "_prepare", prepare)
-    profile = common.Profile(name="smoke", n_train=200, n_explain=50, n_timing=100,
-                             timing_repeats=1, explainer_params=TINY.explainer_params)
-    records = common.run_benchmark(profile, dataset_names=["orange_skin", "xor"],
-                                   methods=["l2x"], device="cpu")
+    monkeypatch.setattr(run, "prepare", prepare)
+    profile = data.Profile(name="smoke", n_train=200, n_explain=50, n_timing=100,
+                           timing_repeats=1, explainer_params=TINY.explainer_params)
+    records = run.run_benchmark(profile, dataset_names=["orange_skin", "xor"],
+                                methods=["l2x"], device="cpu")
     assert [r["error"] for r in records] == ["data set: ValueError: no rows", None]
 
 
 def test_results_are_saved_as_strict_json(s1_run, tmp_path):
     path = tmp_path / "results" / "synthetic_smoke.json"
-    machine = common.machine_info("cpu")
+    machine = report.machine_info("cpu")
     records = [*s1_run, {**s1_run[0], "fit_s": float("nan")}]
-    common.save_results(path, records, machine, TINY)
+    report.save_results(path, records, machine, TINY)
     saved = json.loads(path.read_text(encoding="utf-8"))
     assert saved["machine"]["torch"] == torch.__version__
     assert saved["profile"]["n_train"] == 300
@@ -202,8 +203,8 @@ def test_mlp_to_torch_matches_predict_proba(n_classes):
     y = np.digitize(X[:, 0] + X[:, 1] * X[:, 2], np.quantile(X[:, 0], [1 / 3, 2 / 3]))
     y = y if n_classes == 3 else (y > 0).astype(int)
     model = MLPClassifier((16, 8), max_iter=50, random_state=0).fit(X, y)
-    net = common.mlp_to_torch(model)
-    assert common.check_torch_copy(model, net, X) <= 1e-5
+    net = data.mlp_to_torch(model)
+    assert data.check_torch_copy(model, net, X) <= 1e-5
     with torch.inference_mode():
         proba = net(torch.as_tensor(X, dtype=torch.float32)).numpy()
     assert proba.shape == (200, n_classes)
@@ -212,29 +213,154 @@ def test_mlp_to_torch_matches_predict_proba(n_classes):
 
 def test_peer_masks_are_top_k_of_absolute_attributions():
     attributions = np.array([[0.1, -0.9, 0.5, 0.5], [0.0, 0.0, 0.0, -0.2]])
-    np.testing.assert_array_equal(common.topk_of_abs(attributions, 2),
+    np.testing.assert_array_equal(peers.topk_of_abs(attributions, 2),
                                   [[0, 1, 1, 0], [1, 0, 0, 1]])
 
 
 def test_merge_keeps_records_not_redone():
-    kept = [{"dataset": "S1", "method": "l2x", "v": 1}, {"dataset": "xor", "method": "lime", "v": 2}]
+    kept = [{"dataset": "S1", "method": "l2x", "v": 1},
+            {"dataset": "xor", "method": "lime", "v": 2}]
     new = [{"dataset": "S1", "method": "l2x", "v": 3}]
-    merged = common.merge_records(kept, new)
-    assert [(r["dataset"], r["method"], r["v"]) for r in merged] == [("xor", "lime", 2), ("S1", "l2x", 3)]
+    merged = report.merge_records(kept, new)
+    assert [(r["dataset"], r["method"], r["v"]) for r in merged] == [
+        ("xor", "lime", 2), ("S1", "l2x", 3)
+    ]
 
 
 def test_extra_seeds_record_each_seeds_median_rank():
-    records = common.run_benchmark(TINY, dataset_names=["orange_skin"], methods=["l2x"],
-                                   device="cpu", seeds=3)
+    records = run.run_benchmark(TINY, dataset_names=["orange_skin"], methods=["l2x"],
+                                device="cpu", seeds=3)
     ranks = records[0]["median_rank_seeds"]
     assert len(ranks) == 3 and ranks[0] == records[0]["median_rank"]
     # Seed 1 is the explainer the harness builds, refitted with random_state=1.
-    data, _ = common._prepare_or_error(common.DATASETS["orange_skin"], TINY, torch.device("cpu"),
-                                       False)
-    spec = common.DATASETS["orange_skin"]
-    explainer = common._our_explainer("l2x", spec, TINY, torch.device("cpu"))
-    explainer.set_params(random_state=1).fit(data.X_train, black_box=data.model)
-    assert ranks[1] == common.metrics.median_rank(data.relevant_explain,
-                                                  explainer.transform(data.X_explain))
-    text = common.render_rst(records, common.machine_info("cpu"), TINY)
+    spec = data.DATASETS["orange_skin"]
+    prepared = data.prepare(spec, TINY, torch.device("cpu"), False)
+    explainer = ours.build_explainer(registry.METHODS["l2x"], spec, TINY, torch.device("cpu"))
+    explainer.set_params(random_state=1).fit(prepared.X_train, black_box=prepared.model)
+    assert ranks[1] == metrics.median_rank(prepared.relevant_explain,
+                                           explainer.transform(prepared.X_explain))
+    text = report.render_rst(records, report.machine_info("cpu"), TINY)
     assert "Median rank over explainer seeds" in text and "over 3 seeds" in text
+
+
+def test_the_registry_is_the_single_source_of_methods():
+    names = list(registry.METHODS)
+    assert bench_synthetic.parse_args(["--methods", *names]).methods == names
+    with pytest.raises(SystemExit):
+        bench_synthetic.parse_args(["--methods", "not_a_method"])
+    assert set(registry.peer_packages()) <= set(report.machine_info("cpu"))
+    # One rendered row per method, labelled from its registry entry; ours with their k.
+    rows = [("xor", "l2x"), ("xor", "realx"), ("S1", "realx"),
+            *[("xor", name) for name in registry.method_names(amortized=False)]]
+    records = []
+    for dataset, name in rows:
+        record = run.new_record(data.DATASETS[dataset], registry.METHODS[name], TINY)
+        record.update(median_rank=2.5, median_rank_optimum=1.5, tpr=0.5, fdr=0.5)
+        records.append(record)
+    text = report.render_rst(records, report.machine_info("cpu"), TINY)
+    cells = [line.split("|")[2].strip() for line in text.splitlines()
+             if line.startswith("   |") and "2.50 (1.50)" in line]
+    peer_labels = [registry.METHODS[name].label for name in registry.method_names(amortized=False)]
+    assert cells == ["L2X (k = 2)", "REAL-X (k = 2)", "REAL-X (thresholded)", *peer_labels]
+    assert len(set(peer_labels)) == len(peer_labels)
+
+
+def test_a_registry_entry_is_all_a_new_method_needs(monkeypatch):
+    def largest_inputs(prepared, profile, device):
+        return prepared.X_explain, 0.0, 1e-3
+
+    monkeypatch.setitem(registry.METHODS, "largest", registry.Method(
+        "largest", "Largest |x|", "numpy", attribute=largest_inputs))
+    assert bench_synthetic.parse_args(["--methods", "largest"]).methods == ["largest"]
+    profile = data.Profile(name="smoke", n_train=200, n_explain=50, n_timing=100)
+    [record] = run.run_benchmark(profile, dataset_names=["xor"], methods=["largest"],
+                                 device="cpu")
+    assert record["error"] is None, record["traceback"]
+    assert (record["method_label"], record["k"], record["mean_selected"]) == ("Largest |x|", 2, 2.0)
+    X, _, relevant, _ = data.DATASETS["xor"].draw(50, data.EXPLAIN_SEED, return_proba=True)
+    assert record["median_rank"] == metrics.median_rank(relevant, peers.topk_of_abs(X, 2))
+    assert record["explain_ms_per_row"] == pytest.approx(1e-3 * 1000 / 50)
+    assert "Largest |x|" in report.render_rst([record], report.machine_info("cpu"), profile)
+
+
+@pytest.fixture(scope="module")
+def three_classes():
+    """A small MLP on three classes whose labels are not column indices."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(300, 5).astype(np.float32)
+    y = np.array([10, 20, 30])[np.digitize(X[:, 0] + X[:, 1], [-0.5, 0.5])]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = MLPClassifier((16,), max_iter=300, random_state=0).fit(X, y)
+    assert set(model.predict(X)) == {10, 20, 30}
+    return X, y, model
+
+
+class _Judge:
+    """Stands in for a fitted explainer: its judge returns the given probabilities."""
+
+    def __init__(self, model, X, proba):
+        self.black_box_ = as_black_box(model)
+        self.black_box_.predict(X[:1])  # the adapter learns the output spec on a first call
+        self.output_spec_ = self.black_box_.spec
+        self._proba = proba
+
+    def predict_masked(self, X, masks):
+        return self._proba
+
+
+def test_own_predictor_compares_classes_of_a_three_class_black_box(three_classes):
+    X, y, model = three_classes
+    proba = model.predict_proba(X)
+    masks = np.ones_like(X)
+    # A judge that reproduces the black box agrees everywhere and is as accurate as it is.
+    own = ours.own_predictor(_Judge(model, X, proba), X, y, masks)
+    assert own["own_agreement"] == 1.0
+    assert own["own_acc"] == pytest.approx(np.mean(model.predict(X) == y))
+    # Moving every row's probabilities one class on leaves no row with the black box's class.
+    own = ours.own_predictor(_Judge(model, X, np.roll(proba, 1, axis=1)), X, y, masks)
+    assert own["own_agreement"] == 0.0
+    # The same through a fitted explainer's public predict_masked.
+    explainer = L2XExplainer(k=2, max_epochs=2, batch_size=64, random_state=0)
+    explainer.fit(X, black_box=model)
+    masks = explainer.transform(X)
+    own = ours.own_predictor(explainer, X, y, masks)
+    judged = model.classes_[explainer.predict_masked(X, masks).argmax(axis=1)]
+    assert own["own_agreement"] == pytest.approx(np.mean(judged == model.predict(X)))
+    assert own["own_acc"] == pytest.approx(np.mean(judged == y))
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_peers_explain_the_predicted_class(three_classes):
+    X, y, model = three_classes
+    np.testing.assert_array_equal(peers.explained_classes(model, X),
+                                  model.predict_proba(X).argmax(axis=1))
+    binary = MLPClassifier((4,), max_iter=20, random_state=0).fit(X, y > 10)
+    np.testing.assert_array_equal(peers.explained_classes(binary, X), np.ones(len(X)))
+    pytest.importorskip("captum")
+    prepared = SimpleNamespace(X_explain=X[:20], model=model,
+                               torch_model=data.mlp_to_torch(model))
+    attributions, _, _ = peers.saliency(prepared, TINY, torch.device("cpu"))
+    X_t = torch.as_tensor(X[:20]).requires_grad_(True)
+    proba = prepared.torch_model(X_t)
+    classes = torch.as_tensor(model.predict_proba(X[:20]).argmax(axis=1))
+    proba.gather(1, classes[:, None]).sum().backward()
+    np.testing.assert_allclose(attributions, X_t.grad.abs().numpy(), rtol=1e-5, atol=1e-7)
+
+
+def test_mask_quality_without_two_classes(three_classes):
+    X, y, model = three_classes
+    masks = np.zeros_like(X)
+    masks[:, :2] = 1.0
+    relevant = np.zeros_like(X)
+    relevant[:, :2] = 1.0
+    prepared = SimpleNamespace(X_explain=X, y_explain=y, model=model, relevant_explain=relevant,
+                               proba_explain=np.full((len(X), 3), 1 / 3))
+    out = quality.mask_quality(data.DATASETS["xor"], prepared, masks, _StubEvaluator())
+    # Post-hoc accuracy fills left-out features with zeros and compares classes.
+    zero_filled = model.predict(X * masks)
+    assert out["posthoc_acc"] == pytest.approx(np.mean(zero_filled == model.predict(X)))
+    assert out["tpr"] == pytest.approx(1.0) and out["eacc"] == 0.25
+    # No P(y = 1 | x) of a binary generator: no expected eACC.
+    assert "eacc_expected" not in out
+    assert quality.binary_proba(prepared) is None

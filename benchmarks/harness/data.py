@@ -1,0 +1,255 @@
+"""Profiles, data sets, the black box and its torch copy, and the EVAL-X evaluator."""
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from sklearn.neural_network import MLPClassifier
+from sklearn.utils.validation import check_is_fitted
+from torch import nn
+
+from sk_sointer import datasets, metrics
+
+# Seeds of the independent draws of every data set.
+TRAIN_SEED, EXPLAIN_SEED, TIMING_SEED, BLACK_BOX_SEED = 0, 1, 2, 3
+
+
+# Profiles and data sets
+# ----------------------
+
+
+@dataclass(frozen=True)
+class Profile:
+    """How much data and training a run uses.
+
+    ``explainer_params`` overrides parameters of our explainers and of the EVAL-X evaluator,
+    by key (a method's ``params_key`` in the registry, and ``"evalx"``); the full profile
+    leaves every default alone, so its numbers are those of the package as shipped.
+
+    ``n_black_box`` rows train the black box (``None``: the explainers' ``n_train`` rows).
+    The ground-truth metrics judge explanations of the black box against the data's
+    generator, so the full profile trains the black box on more rows than the explainers
+    see: a black box fitted on 10,000 noisy labels blurs the switch of the control-flow
+    sets, and any faithful explanation of it then keeps the other regime's features near
+    the switch.
+    """
+
+    name: str
+    n_train: int
+    n_explain: int
+    n_timing: int = 10_000
+    n_black_box: int | None = None
+    timing_repeats: int = 7
+    explainer_params: dict = field(default_factory=dict)
+    shap_nsamples: int = 200
+    lime_num_samples: int = 5000
+    captum_kernel_shap_samples: int = 200
+
+    def params_for(self, key):
+        """The parameters this profile overrides for ``key`` (none: an empty dict)."""
+        return dict(self.explainer_params.get(key, {}))
+
+
+PROFILES = {
+    "fast": Profile(
+        name="fast",
+        n_train=2_000,
+        n_explain=200,
+        explainer_params={
+            "l2x": {"max_epochs": 30, "batch_size": 200},
+            "realx": {"max_epochs": 30, "predictor_epochs": 15},
+            "evalx": {"max_epochs": 30},
+        },
+        lime_num_samples=500,
+    ),
+    "full": Profile(name="full", n_train=10_000, n_explain=1_000, n_black_box=50_000),
+}
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """A synthetic data set and the k its masks are judged with.
+
+    ``base`` names the data set whose rows and black box are used (the encoding probe reuses
+    XOR's); ``probe`` marks the encoding probe, which runs our explainers only.
+    """
+
+    name: str
+    label: str
+    make: object
+    params: dict
+    k: int
+    control_flow: bool = False
+    base: str = ""
+    probe: bool = False
+
+    @property
+    def data_key(self):
+        return self.base or self.name
+
+    def draw(self, n_samples, seed, *, return_proba=False):
+        return self.make(n_samples, random_state=seed, return_proba=return_proba, **self.params)
+
+
+# k of the L2X paper's synthetic sets, and REAL-X's choice of k for L2X on S1-S3 (Table 1).
+DATASETS = {
+    spec.name: spec
+    for spec in [
+        DatasetSpec("xor", "XOR", datasets.make_xor, {}, 2),
+        DatasetSpec("orange_skin", "Orange skin", datasets.make_orange_skin, {}, 4),
+        DatasetSpec("additive_paper", "Additive (paper)", datasets.make_nonlinear_additive,
+                    {"variant": "paper"}, 4),
+        DatasetSpec("additive_code", "Additive (code)", datasets.make_nonlinear_additive,
+                    {"variant": "code"}, 4),
+        DatasetSpec("switch_paper", "Switch (paper)", datasets.make_switch,
+                    {"variant": "paper"}, 5),
+        DatasetSpec("switch_code", "Switch (code)", datasets.make_switch, {"variant": "code"}, 5),
+        DatasetSpec("S1", "S1", datasets.make_control_flow, {"setting": "S1"}, 4,
+                    control_flow=True),
+        DatasetSpec("S2", "S2", datasets.make_control_flow, {"setting": "S2"}, 4,
+                    control_flow=True),
+        DatasetSpec("S3", "S3", datasets.make_control_flow, {"setting": "S3"}, 5,
+                    control_flow=True),
+        # REAL-X's Lemma 1: with k = 1 on XOR no single feature says anything about the
+        # label, so a predictor that does better than chance reads the choice of feature.
+        DatasetSpec("xor_probe", "XOR, k = 1 (encoding probe)", datasets.make_xor, {}, 1,
+                    base="xor", probe=True),
+    ]
+}
+
+
+# The black box and its torch copy
+# --------------------------------
+
+
+def fit_black_box(X, y, *, random_state=0):
+    """The MLP every method explains, trained on sampled labels."""
+    return MLPClassifier(
+        hidden_layer_sizes=(200, 200, 200), early_stopping=True, random_state=random_state
+    ).fit(X, y)
+
+
+_ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "logistic": nn.Sigmoid, "identity": nn.Identity}
+
+
+class _BinaryProba(nn.Module):
+    """Both class probabilities from sklearn's single logistic output unit (class 1)."""
+
+    def forward(self, logit):
+        positive = torch.sigmoid(logit)
+        return torch.cat([1 - positive, positive], dim=1)
+
+
+def mlp_to_torch(model):
+    """A ``torch.nn.Sequential`` computing ``model.predict_proba`` with the same weights.
+
+    captum's gradient and sampling methods need a torch model; the copy returns the
+    probabilities of every class (two columns for a binary problem), in float32.
+    """
+    check_is_fitted(model)
+    if not isinstance(model, MLPClassifier):
+        raise TypeError(f"mlp_to_torch needs a fitted MLPClassifier; got {type(model).__name__}.")
+    layers = []
+    n_layers = len(model.coefs_)
+    for i, (weight, bias) in enumerate(zip(model.coefs_, model.intercepts_)):
+        linear = nn.Linear(*weight.shape)
+        with torch.no_grad():
+            # sklearn computes X @ W, torch X @ W.T.
+            linear.weight.copy_(torch.as_tensor(weight.T))
+            linear.bias.copy_(torch.as_tensor(bias))
+        layers.append(linear)
+        if i < n_layers - 1:
+            layers.append(_ACTIVATIONS[model.activation]())
+    if model.out_activation_ == "softmax":
+        layers.append(nn.Softmax(dim=1))
+    elif model.out_activation_ == "logistic" and model.n_outputs_ == 1:
+        layers.append(_BinaryProba())
+    else:
+        raise ValueError(
+            f"mlp_to_torch supports binary and multiclass classifiers; got output activation "
+            f"{model.out_activation_!r} with {model.n_outputs_} outputs (multilabel)."
+        )
+    return nn.Sequential(*layers).eval()
+
+
+def check_torch_copy(model, net, X, *, atol=1e-5):
+    """Raise when the torch copy's probabilities differ from ``predict_proba`` by > atol."""
+    with torch.inference_mode():
+        copied = net(torch.as_tensor(X, dtype=torch.float32)).numpy()
+    gap = float(np.max(np.abs(copied - model.predict_proba(X))))
+    if gap > atol:
+        raise RuntimeError(f"The torch copy of the black box differs by {gap:.2e} > {atol}.")
+    return gap
+
+
+# Per data set: rows, black box, evaluator
+# ----------------------------------------
+
+
+@dataclass
+class Prepared:
+    """What every method of a data set shares: its rows, black box and EVAL-X evaluator.
+
+    ``proba_explain`` is the generator's P(y = 1 | x) of every explained row.
+    """
+
+    X_train: np.ndarray
+    X_explain: np.ndarray
+    y_explain: np.ndarray
+    proba_explain: np.ndarray
+    relevant_explain: np.ndarray
+    X_timing: np.ndarray
+    model: MLPClassifier
+    torch_model: nn.Module
+    black_box_fit_s: float
+    black_box_acc: float
+    evaluator: object = None
+    evaluator_fit_s: float = None
+    evaluator_error: str = None
+
+
+def prepare(spec, profile, device, needs_evaluator):
+    """Draw the rows of ``spec``, train its black box and, if asked, its EVAL-X evaluator."""
+    X_train, y_train, _ = spec.draw(profile.n_train, TRAIN_SEED)
+    X_explain, y_explain, relevant, proba_explain = spec.draw(
+        profile.n_explain, EXPLAIN_SEED, return_proba=True
+    )
+    X_timing, _, _ = spec.draw(profile.n_timing, TIMING_SEED)
+    if profile.n_black_box:
+        X_black_box, y_black_box, _ = spec.draw(profile.n_black_box, BLACK_BOX_SEED)
+    else:
+        X_black_box, y_black_box = X_train, y_train
+    start = time.perf_counter()
+    model = fit_black_box(X_black_box, y_black_box, random_state=TRAIN_SEED)
+    fit_s = time.perf_counter() - start
+    torch_model = mlp_to_torch(model)
+    check_torch_copy(model, torch_model, X_explain)
+    data = Prepared(
+        X_train=X_train,
+        X_explain=X_explain,
+        y_explain=y_explain,
+        proba_explain=proba_explain,
+        relevant_explain=relevant,
+        X_timing=X_timing,
+        model=model,
+        torch_model=torch_model.to(device),
+        black_box_fit_s=fit_s,
+        black_box_acc=float(np.mean(model.predict(X_explain) == y_explain)),
+    )
+    if needs_evaluator:
+        _fit_evaluator(data, profile, device)
+    return data
+
+
+def _fit_evaluator(data, profile, device):
+    evaluator = metrics.EvalXEvaluator(
+        random_state=TRAIN_SEED, device=str(device), **profile.params_for("evalx")
+    )
+    try:
+        start = time.perf_counter()
+        evaluator.fit(data.X_train, black_box=data.model)
+        data.evaluator_fit_s = time.perf_counter() - start
+        data.evaluator = evaluator
+    except Exception as exc:  # noqa: BLE001 - recorded; the methods still run without eACC
+        data.evaluator_error = f"{type(exc).__name__}: {exc}"

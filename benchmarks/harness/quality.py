@@ -1,0 +1,45 @@
+"""How every method's masks are judged: ground truth, post-hoc accuracy and EVAL-X."""
+
+import numpy as np
+
+from sk_sointer import metrics
+
+
+def mask_quality(spec, data, masks, evaluator):
+    """Ground-truth, post-hoc and EVAL-X metrics of one method's masks.
+
+    Post-hoc accuracy fills left-out features with 0 (``baseline="zero"``), the papers'
+    zero-filling on their N(0, 1) data, so the numbers compare with theirs.
+    """
+    relevant = data.relevant_explain
+    out = {
+        "median_rank": metrics.median_rank(relevant, masks),
+        "median_rank_optimum": float(np.mean((relevant.sum(axis=1) + 1) / 2)),
+        "tpr": metrics.true_positive_rate(relevant, masks),
+        "fdr": metrics.false_discovery_rate(relevant, masks),
+        "mean_selected": float(np.mean((masks > 0).sum(axis=1))),
+        "posthoc_acc": float(
+            metrics.posthoc_accuracy(data.model, data.X_explain, masks, baseline="zero")
+        ),
+    }
+    if spec.control_flow:
+        out["cfsr"] = metrics.control_flow_selection_rate(masks)
+    if evaluator is not None:
+        scores = evaluator.score_masks(data.X_explain, masks, y=data.y_explain)
+        out.update(eacc=scores.get("eACC"), eauroc=scores.get("eAUROC"), enll=scores.get("eNLL"))
+        proba = binary_proba(data)
+        if proba is not None:
+            # The same accuracy in expectation over the labels: the generator's probability
+            # of EVAL-X's predicted class, which removes the noise of the sampled labels.
+            predicted = evaluator.predict_masked(data.X_explain, masks)[:, 1] > 0.5
+            out["eacc_expected"] = float(np.mean(np.where(predicted, proba, 1 - proba)))
+    return out
+
+
+def binary_proba(data):
+    """The generator's P(y = 1 | x) of the explained rows when the labels are binary, else
+    ``None`` (no generator probability, or one per class)."""
+    proba = data.proba_explain
+    if proba is None or np.ndim(proba) != 1:
+        return None
+    return np.asarray(proba)
