@@ -274,8 +274,7 @@ def test_control_flow_ground_truth(setting, first, second):
 @pytest.mark.parametrize("setting, p1", [("S1", 0.528), ("S2", 0.510), ("S3", 0.539)])
 def test_control_flow_class_balance_matches_oracle(setting, p1):
     # P(y = 1) of each setting, estimated once from 2M Monte Carlo draws of the generator.
-    # Probabilities average with a
-    # standard error below 0.003 at n = 20000.
+    # Probabilities average with a standard error below 0.003 at n = 20000.
     _, y, _, proba = make_control_flow(
         20_000, setting=setting, random_state=0, return_proba=True
     )
