@@ -119,7 +119,13 @@ class L2XExplainer(BaseExplainer):
         The adapted model when ``fit`` received one, used by :meth:`score`.
 
     output_spec_ : OutputSpec
-        What the black box's outputs are (classification blocks or regression values).
+        What the black box's outputs are: one block of columns per output, each
+        categorical, Bernoulli (one label of a multi-label model) or real.
+
+    masker_ : Masker
+        The masker learnt in ``fit``: the standardisation the networks see
+        (``mean_``, ``scale_``), the baseline in the data's units (``baseline_``) and the
+        feature groups (``groups_``, ``n_groups_``).
 
     n_features_in_ : int
         Number of features seen during fit.

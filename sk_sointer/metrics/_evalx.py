@@ -86,6 +86,11 @@ class EvalXEvaluator(_SkorchEstimatorMixin, BaseEstimator):
     output_spec_ : OutputSpec
         What the outputs are (classification blocks or regression values).
 
+    masker_ : Masker
+        The masker learnt in ``fit``: the standardisation the networks see
+        (``mean_``, ``scale_``), the baseline in the data's units (``baseline_``) and the
+        feature groups (``groups_``, ``n_groups_``).
+
     n_features_in_ : int
         Number of features seen during fit.
 
