@@ -221,7 +221,9 @@ def check_outputs(y, n_samples, spec=None):
             return onehot, spec_of(["categorical"], [onehot.shape[1]], classes=(classes,))
         return _numeric(y_arr)[:, None], spec_of(["real"], [1])
     if target_type == "multiclass-multioutput" or (
-        target_type == "multilabel-indicator" and y_arr.dtype.kind in "OUS"
+        # scikit-learn calls any two-valued label matrix an indicator; only 0/1 columns
+        # are one label each, other pairs of labels ({1, 2}, strings) are classes.
+        target_type == "multilabel-indicator" and not _is_zero_one(y_arr)
     ):
         encoded = [_one_hot(column) for column in y_arr.T]
         return (
@@ -237,13 +239,17 @@ def check_outputs(y, n_samples, spec=None):
     return values, spec_of(["real"] * values.shape[1], [1] * values.shape[1])
 
 
+def _is_zero_one(y_arr):
+    return y_arr.dtype.kind in "biuf" and bool(np.isin(y_arr, (0, 1)).all())
+
+
 def _one_hot(column):
     binarizer = LabelBinarizer().fit(column)
     if len(binarizer.classes_) < 2:
         raise ValueError(
-            f"The outputs y hold a single class ({binarizer.classes_[0]!r}): there is nothing "
-            "to explain when the black box gives every row the same answer. Pass the model "
-            "(or its class probabilities) instead of its labels."
+            f"The outputs y hold a single class ({binarizer.classes_[0].item()!r}): there is "
+            "nothing to explain when the black box gives every row the same answer. Pass the "
+            "model (or its class probabilities) instead of its labels."
         )
     onehot = binarizer.transform(column).astype(np.float32)
     if onehot.shape[1] == 1:

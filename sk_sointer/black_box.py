@@ -69,13 +69,27 @@ class BlackBox:
             if grad:
                 raise TypeError(f"Gradients are only available for torch modules; got {self.model!r}.")
             X_np = X.detach().cpu().numpy() if isinstance(X, torch.Tensor) else np.asarray(X)
-            out = self._call_numpy(X_np.astype(np.float32, copy=False))
+            out = self._call_numpy(self._model_input(X_np))
         return self._check_output(out, n_samples=X.shape[0]).to(device)
 
     def predict(self, X):
-        """Outputs on ``X`` as a float32 ndarray of shape (n_samples, n_outputs)."""
+        """Outputs on ``X`` as a float32 ndarray of shape (n_samples, n_outputs).
+
+        A scikit-learn style estimator gets float64 rows as they are; torch modules,
+        callables and other rows get float32."""
+        X = np.asarray(X)
+        if self.kind in ("torch", "callable"):
+            X = torch.as_tensor(np.asarray(X, dtype=np.float32))
         with torch.no_grad():
-            return self(torch.as_tensor(np.asarray(X, dtype=np.float32))).cpu().numpy()
+            return self(X).cpu().numpy()
+
+    def _model_input(self, X):
+        # An estimator fitted on float64 data with large-magnitude features (timestamps,
+        # ids) answers differently on rows rounded to float32 (128 s apart near 1.7e9).
+        # Callables keep float32: they may hand the rows to a float32 torch module.
+        if X.dtype == np.float64 and self.kind != "callable":
+            return X
+        return X.astype(np.float32, copy=False)
 
     def _call_torch(self, X, *, grad):
         module = self.model
@@ -100,6 +114,8 @@ class BlackBox:
 
             X = pd.DataFrame(X, columns=names)
         if self.kind == "classifier":
+            if not hasattr(model, "predict_proba"):
+                return self._label_columns(model.predict(X))
             out = model.predict_proba(X)
             if isinstance(out, list):
                 # One probability matrix per output (MultiOutputClassifier, forests).
@@ -132,6 +148,10 @@ class BlackBox:
             )
         if self.output == "logits":
             out = _logits_to_proba(out)
+        elif self.output == "proba" and out.shape[1] == 1:
+            # One column is the probability of the positive class; as a softmax block of
+            # width one its argmax would never change.
+            out = torch.cat([1 - out, out], dim=1)
         elif self.output == "multilabel_logits":
             out = torch.sigmoid(out)
         if not bool(torch.isfinite(out).all()):
@@ -139,6 +159,8 @@ class BlackBox:
                 f"The black box {self.model!r} returned NaN or infinite outputs; explanations "
                 "need finite outputs."
             )
+        if self.output in ("proba", "multilabel_proba"):
+            self._check_probabilities(out)
         spec = self._infer_spec(out) if self.spec is None else self.spec
         if out.shape[1] != spec.n_columns:
             raise ValueError(
@@ -147,6 +169,46 @@ class BlackBox:
             )
         self.spec = spec
         return out
+
+    def _check_probabilities(self, out):
+        values = out.detach().cpu().numpy()
+        if self.output == "multilabel_proba":
+            if values.min() < 0 or values.max() > 1:
+                raise ValueError(
+                    f"The black box {self.model!r} was declared with output='multilabel_proba' "
+                    "but returned values outside [0, 1]; use output='multilabel_logits' for "
+                    "logits."
+                )
+        elif not looks_like_proba(values):
+            raise ValueError(
+                f"The black box {self.model!r} was declared with output='proba' but its rows "
+                "are not probability vectors (non-negative, summing to one); use "
+                "output='logits' for scores."
+            )
+
+    def _label_columns(self, labels):
+        """One-hot columns, one block per output, of a classifier that predicts labels but
+        no probabilities, with the classes it was fitted on (not those present in ``labels``,
+        so that the width does not depend on the rows)."""
+        labels = np.asarray(labels)
+        classes = getattr(self.model, "classes_", None)
+        if classes is None:
+            raise TypeError(
+                f"Cannot use {self.model!r} as a black box: a classifier needs predict_proba, "
+                "or classes_ to encode the labels of its predict."
+            )
+        columns = labels[:, None] if labels.ndim == 1 else labels
+        per_output = [classes] if labels.ndim == 1 else list(classes)
+        if len(per_output) != columns.shape[1]:
+            raise ValueError(
+                f"The classifier {self.model!r} predicts {columns.shape[1]} outputs per sample "
+                f"but has classes for {len(per_output)}."
+            )
+        self._widths = [len(c) for c in per_output]
+        return np.hstack([
+            (columns[:, [i]] == np.asarray(c)[None, :]).astype(np.float32)
+            for i, c in enumerate(per_output)
+        ])
 
     def _multilabel_widths(self, X, proba):
         """``[1] * n_labels`` when a classifier's ``predict_proba`` columns are independent
@@ -192,16 +254,19 @@ def as_black_box(model, *, output="auto"):
     ----------
     model : object
         A fitted scikit-learn classifier (queried with ``predict_proba``; multi-output
-        classifiers give their per-output probabilities side by side), regressor or pipeline
-        (``predict``), a skorch net, a :class:`torch.nn.Module`, or any callable mapping an
-        ndarray ``(n_samples, n_features)`` to outputs. A :class:`BlackBox` is returned as is.
+        classifiers give their per-output probabilities side by side; a classifier without
+        ``predict_proba`` gives its ``predict`` labels one-hot encoded over ``classes_``),
+        regressor or pipeline (``predict``), a skorch net, a :class:`torch.nn.Module`, or
+        any callable mapping a float32 ndarray ``(n_samples, n_features)`` to outputs.
+        Estimators get float64 rows unrounded. A :class:`BlackBox` is returned as is.
 
     output : {"auto", "proba", "logits", "values", "multilabel_proba", "multilabel_logits"}, \
             default="auto"
-        What a torch module or callable returns: class probabilities of one output,
-        logits (turned into probabilities with a softmax; a single column with a sigmoid),
-        real values (one regression output per column), or one probability (or logit) per
-        label of a multi-label model. ``"auto"`` reads probabilities when every row is
+        What a torch module or callable returns: class probabilities of one output (a
+        single column: the probability of the positive class), logits (turned into
+        probabilities with a softmax; a single column with a sigmoid), real values (one
+        regression output per column), or one probability (or logit) per label of a
+        multi-label model. ``"auto"`` reads probabilities when every row is
         non-negative and sums to one, and real values otherwise. Ignored for scikit-learn
         estimators, whose outputs are read from their kind: a classifier's
         ``predict_proba`` gives one categorical output (one per output of a multi-output
@@ -231,7 +296,7 @@ def as_black_box(model, *, output="auto"):
         )
     if isinstance(model, torch.nn.Module):
         return BlackBox(model, kind="torch", output=output)
-    if _is_classifier(model) and hasattr(model, "predict_proba"):
+    if _is_classifier(model):
         return BlackBox(model, kind="classifier")
     if hasattr(model, "predict"):
         return BlackBox(model, kind="regressor")

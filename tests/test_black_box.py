@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch
 from sklearn.linear_model import LinearRegression, LogisticRegression
+from sklearn.metrics import r2_score
 from sklearn.multioutput import MultiOutputClassifier
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -116,3 +117,217 @@ def test_output_agreement_and_posthoc_accuracy(data):
     keep_first[:, 0] = 1
     assert posthoc_accuracy(model, X, keep_first) > 0.9
     assert posthoc_accuracy(model, X, np.zeros_like(X)) == pytest.approx(max(y.mean(), 1 - y.mean()), abs=0.1)
+
+
+# -- multi-output black boxes, end to end -------------------------------------------------
+
+
+def _softmax(scores):
+    scores = np.exp(scores - scores.max(axis=1, keepdims=True))
+    return scores / scores.sum(axis=1, keepdims=True)
+
+
+def _bernoulli_agreement(full, masked):
+    return list(np.mean((full > 0.5) == (masked > 0.5), axis=0))
+
+
+def _categorical_agreement(full_blocks, masked_blocks):
+    return [np.mean(full.argmax(axis=1) == masked.argmax(axis=1))
+            for full, masked in zip(full_blocks, masked_blocks)]
+
+
+def _mlp(X, Y):
+    from sklearn.neural_network import MLPClassifier
+
+    model = MLPClassifier(hidden_layer_sizes=(16,), solver="lbfgs", max_iter=300, random_state=0)
+    model.fit(X, Y)
+    return model, lambda rows: model.predict_proba(rows)
+
+
+def _multioutput_classifier(X, Y):
+    Y = Y.copy()
+    Y[:, 2] = np.digitize(X[:, 3], [-0.5, 0.5])  # a three-class output
+    model = MultiOutputClassifier(LogisticRegression()).fit(X, Y)
+    return model, lambda rows: model.predict_proba(rows)
+
+
+def _multioutput_regressor(X, Y):
+    from sklearn.multioutput import MultiOutputRegressor
+
+    targets = X[:, :3] @ np.array([[2.0, 0.0], [-1.0, 1.0], [0.5, 3.0]]) + 100.0
+    model = MultiOutputRegressor(LinearRegression()).fit(X, targets)
+    return model, lambda rows: model.predict(rows)
+
+
+def _classifier_chain(X, Y):
+    from sklearn.multioutput import ClassifierChain
+
+    model = ClassifierChain(LogisticRegression()).fit(X, Y)
+    return model, lambda rows: model.predict_proba(rows)
+
+
+def _torch_logits(X, Y):
+    torch.manual_seed(0)
+    module = torch.nn.Linear(X.shape[1], 3)
+
+    def logits(rows):
+        with torch.no_grad():
+            return module(torch.as_tensor(rows, dtype=torch.float32)).numpy()
+
+    # sigmoid(logit) > 0.5 exactly when logit > 0
+    return as_black_box(module, output="multilabel_logits"), lambda rows: logits(rows) + 0.5
+
+
+def _callable_proba(X, Y):
+    weights = np.random.RandomState(1).randn(X.shape[1], 3)
+    model = lambda rows: _softmax(rows @ weights)  # noqa: E731
+    return model, model
+
+
+MULTI_OUTPUT = {
+    # name: (build, kinds, blocks, per-output agreement of the model's own outputs)
+    "mlp_multilabel": (_mlp, ("bernoulli",) * 3, ((0, 1), (1, 2), (2, 3)), _bernoulli_agreement),
+    "multioutput_classifier": (
+        _multioutput_classifier, ("categorical",) * 3, ((0, 2), (2, 4), (4, 7)),
+        _categorical_agreement,
+    ),
+    "multioutput_regressor": (
+        _multioutput_regressor, ("real",) * 2, ((0, 1), (1, 2)),
+        lambda full, masked: [r2_score(full[:, j], masked[:, j]) for j in range(2)],
+    ),
+    "classifier_chain": (
+        _classifier_chain, ("bernoulli",) * 3, ((0, 1), (1, 2), (2, 3)), _bernoulli_agreement,
+    ),
+    "torch_multilabel_logits": (
+        _torch_logits, ("bernoulli",) * 3, ((0, 1), (1, 2), (2, 3)), _bernoulli_agreement,
+    ),
+    "callable_proba": (
+        _callable_proba, ("categorical",), ((0, 3),),
+        lambda full, masked: _categorical_agreement([full], [masked]),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(MULTI_OUTPUT))
+def test_multi_output_black_boxes_score_by_hand(name):
+    from sk_sointer import L2XExplainer
+
+    build, kinds, blocks, agreement = MULTI_OUTPUT[name]
+    rng = np.random.RandomState(0)
+    X = rng.randn(300, 6)
+    Y = np.c_[X[:, 0] > 0, X[:, 1] + X[:, 2] > 0, X[:, 3] > 0.5].astype(int)
+    model, outputs = build(X, Y)
+    bb = as_black_box(model)
+    bb.predict(X[:5])
+    assert bb.spec.kinds == kinds and bb.spec.blocks == blocks
+
+    expl = L2XExplainer(k=2, max_epochs=5, batch_size=64, random_state=0).fit(X, black_box=model)
+    assert expl.output_spec_.kinds == kinds and expl.output_spec_.blocks == blocks
+    masks = expl.transform(X)
+    np.testing.assert_array_equal(masks.sum(axis=1), 2)
+    masked = np.where(masks > 0, X, X.mean(axis=0))
+    expected = np.asarray(agreement(outputs(X), outputs(masked)))
+    assert expected.shape == (len(kinds),)
+    assert expl.score(X) == pytest.approx(expected.mean(), abs=1e-5)
+    per_output = posthoc_accuracy(model, X, masks, baseline=X.mean(axis=0),
+                                  multioutput="raw_values")
+    np.testing.assert_allclose(per_output, expected, atol=1e-5)
+
+
+def test_multioutput_classifier_blocks_hold_its_classes():
+    rng = np.random.RandomState(0)
+    X = rng.randn(60, 3)
+    Y = np.c_[np.where(X[:, 0] > 0, "yes", "no"), np.digitize(X[:, 1], [-0.5, 0.5])]
+    bb = as_black_box(MultiOutputClassifier(LogisticRegression()).fit(X, Y))
+    bb.predict(X)
+    assert [list(c) for c in bb.spec.classes] == [["no", "yes"], ["0", "1", "2"]]
+
+
+# -- classifiers without probabilities, float64 rows, declared outputs --------------------
+
+
+def test_classifier_without_predict_proba_gives_its_labels_one_hot():
+    from sklearn.svm import LinearSVC
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(80, 3)
+    y = np.where(X[:, 0] > 0, "yes", "no")
+    model = LinearSVC().fit(X, y)
+    bb = as_black_box(model)
+    out = bb.predict(X)
+    assert bb.spec.kinds == ("categorical",) and list(bb.spec.classes[0]) == ["no", "yes"]
+    np.testing.assert_array_equal(out, np.c_[model.predict(X) == "no", model.predict(X) == "yes"])
+    # Multi-output: one block per output, with every class it was fitted on.
+    Y = np.c_[X[:, 0] > 0, np.digitize(X[:, 1], [-0.5, 0.5])].astype(int)
+    multi = MultiOutputClassifier(LinearSVC()).fit(X, Y)
+    bb = as_black_box(multi)
+    labels = multi.predict(X[:1])
+    out = bb.predict(X[:1])
+    assert bb.spec.blocks == ((0, 2), (2, 5))
+    np.testing.assert_array_equal(out[0], np.r_[np.eye(2)[labels[0, 0]], np.eye(3)[labels[0, 1]]])
+
+
+def test_float64_rows_reach_the_model_unrounded():
+    from sklearn.preprocessing import FunctionTransformer
+
+    rng = np.random.RandomState(0)
+    seconds = np.sort(rng.rand(200)) * 100  # near 1.7e9, float32 rounds to 128 s
+    X = np.c_[1.7e9 + seconds, rng.randn(200)]
+    shift = FunctionTransformer(lambda rows: rows - [1.7e9, 0.0])
+    model = make_pipeline(shift, LogisticRegression()).fit(X, seconds > 50)
+    np.testing.assert_allclose(as_black_box(model).predict(X), model.predict_proba(X), atol=1e-6)
+    # Float32 rows stay float32; callables get float32 (they may feed a torch module).
+    seen = []
+
+    class Recorder(LinearRegression):
+        def predict(self, rows):
+            seen.append(rows.dtype)
+            return super().predict(rows)
+
+    as_black_box(Recorder().fit(X, seconds)).predict(X.astype(np.float32))
+    callable_bb = as_black_box(lambda rows: seen.append(rows.dtype) or rows[:, :1])
+    callable_bb.predict(X)
+    callable_bb(torch.as_tensor(X))
+    assert seen == [np.float32, np.float32, np.float32]
+
+
+def test_declared_probabilities_are_checked(data):
+    X, _ = data
+    positive = as_black_box(lambda rows: 1 / (1 + np.exp(-rows[:, 0])), output="proba")
+    out = positive.predict(X)
+    p = 1 / (1 + np.exp(-X[:, 0]))
+    np.testing.assert_allclose(out, np.c_[1 - p, p], rtol=1e-5)
+    assert positive.spec.kinds == ("categorical",) and positive.spec.blocks == ((0, 2),)
+    with pytest.raises(ValueError, match="output='proba' but its rows are not probability"):
+        as_black_box(lambda rows: rows[:, :2], output="proba").predict(X)
+    with pytest.raises(ValueError, match="outside \\[0, 1\\]; use output='multilabel_logits'"):
+        as_black_box(lambda rows: rows[:, :2], output="multilabel_proba").predict(X)
+    labels = as_black_box(lambda rows: 1 / (1 + np.exp(-rows[:, :2])), output="multilabel_proba")
+    labels.predict(X)
+    assert labels.spec.kinds == ("bernoulli", "bernoulli")
+
+
+# -- a real data set in raw units ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["forest", "scaled_logistic"])
+def test_breast_cancer_in_raw_units_beats_random_masks(kind):
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.ensemble import RandomForestClassifier
+
+    from sk_sointer import L2XExplainer
+
+    X, y = load_breast_cancer(return_X_y=True)  # areas in the thousands, smoothness ~0.1
+    if kind == "forest":
+        model = RandomForestClassifier(n_estimators=50, random_state=0).fit(X, y)
+    else:
+        model = make_pipeline(StandardScaler(), LogisticRegression()).fit(X, y)
+    expl = L2XExplainer(k=5, max_epochs=20, random_state=0).fit(X, black_box=model)
+    fidelity = expl.score(X)
+    rng = np.random.RandomState(0)
+    random_masks = np.zeros_like(X)
+    for row in random_masks:
+        row[rng.choice(X.shape[1], 5, replace=False)] = 1
+    random_fidelity = posthoc_accuracy(model, X, random_masks, baseline=X.mean(axis=0))
+    assert fidelity >= 0.92
+    assert fidelity >= random_fidelity + 0.05
