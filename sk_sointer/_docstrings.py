@@ -63,8 +63,23 @@ random_state : int, RandomState instance or None, default=None
 verbose : int, default=0
     0: silent; 1: a progress bar over epochs; 2: skorch's per-epoch table and a progress
     bar over batches.""",
+    "output_spec_": """\
+output_spec_ : OutputSpec
+    What the black box's outputs are: one block of columns per output, each categorical,
+    Bernoulli (one label of a multi-label model) or real.""",
+    "masker_": """\
+masker_ : Masker
+    The masker learnt in ``fit``: the standardisation the networks see (``mean_``,
+    ``scale_``), the baseline in the data's units (``baseline_``) and the feature groups
+    (``groups_``, ``n_groups_``).""",
+    "n_features_in_": """\
+n_features_in_ : int
+    Number of features seen during fit.""",
+    "feature_names_in_": """\
+feature_names_in_ : ndarray of shape (n_features_in_,)
+    Names of features seen during fit, when ``X`` had string column names.""",
 }
-"""Numpydoc entries of the parameters shared by the explainers and the EVAL-X evaluator."""
+"""Numpydoc entries of the parameters (and fitted attributes) shared by the explainers and the EVAL-X evaluator."""
 
 _PLACEHOLDER = re.compile(r"%(?:%|\((\w+)\)s)")
 

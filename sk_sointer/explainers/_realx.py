@@ -238,20 +238,13 @@ class RealXExplainer(BaseExplainer):
     black_box_ : BlackBox or None
         The adapted model when ``fit`` received one, used by :meth:`score`.
 
-    output_spec_ : OutputSpec
-        What the black box's outputs are: one block of columns per output, each
-        categorical, Bernoulli (one label of a multi-label model) or real.
+    %(output_spec_)s
 
-    masker_ : Masker
-        The masker learnt in ``fit``: the standardisation the networks see
-        (``mean_``, ``scale_``), the baseline in the data's units (``baseline_``) and the
-        feature groups (``groups_``, ``n_groups_``).
+    %(masker_)s
 
-    n_features_in_ : int
-        Number of features seen during fit.
+    %(n_features_in_)s
 
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Names of features seen during fit, when ``X`` had string column names.
+    %(feature_names_in_)s
 
     See Also
     --------

@@ -83,16 +83,11 @@ class EvalXEvaluator(_SkorchEstimatorMixin, BaseEstimator):
         The adapted model when ``fit`` received one; it supplies the reference outputs of
         :meth:`score_masks` when no ``y`` is given.
 
-    output_spec_ : OutputSpec
-        What the outputs are (classification blocks or regression values).
+    %(output_spec_)s
 
-    masker_ : Masker
-        The masker learnt in ``fit``: the standardisation the networks see
-        (``mean_``, ``scale_``), the baseline in the data's units (``baseline_``) and the
-        feature groups (``groups_``, ``n_groups_``).
+    %(masker_)s
 
-    n_features_in_ : int
-        Number of features seen during fit.
+    %(n_features_in_)s
 
     See Also
     --------
