@@ -1,6 +1,7 @@
 """Amortized instance-wise feature selection for black-box models, with a scikit-learn API."""
 
 from ._networks import MLP
+from ._persist import load, save
 from .black_box import BlackBox, as_black_box
 from .explainers import L2XExplainer, RealXExplainer
 from .metrics import EvalXEvaluator
@@ -15,4 +16,6 @@ __all__ = [
     "RealXExplainer",
     "__version__",
     "as_black_box",
+    "load",
+    "save",
 ]

@@ -2,18 +2,24 @@
 
 ``demo`` trains a black box on one of the built-in synthetic sets, explains it and reports
 fidelity, agreement with the ground truth and timings. ``explain`` explains a saved model on
-the rows of a CSV file and writes the masks to another CSV file.
+the rows of a CSV file and writes the masks (and, if asked, the scores behind them) to CSV
+files; it can save the fitted explainer, or load a saved one instead of fitting.
 
-Bad input ends with a one-line message on stderr and exit status 2, never a traceback.
-The CSV files are read and written with the standard library, so pandas is not needed.
+Exit status: 2 for bad input (options, files, parameter names and values: whatever the
+CLI's or the estimator's validation rejects), with a one-line message on stderr and never a
+traceback; 1 when the user's model raises, with one line naming the model and its error
+(the traceback too with ``--debug``). The CSV files are read and written with the standard
+library, so pandas is not needed.
 """
 
 import argparse
 import csv
+import json
 import math
 import os
 import sys
 import time
+import traceback
 import warnings
 
 import numpy as np
@@ -33,9 +39,72 @@ _DEMO_MIN_ROWS = 50
 _PROGRESS_ROWS = 50_000
 _WRITE_CHUNK = 10_000
 
+# Estimator parameters that have an option of their own; --param must not set them too.
+_OPTION_PARAMS = {"k": "-k", "max_epochs": "--max-epochs", "baseline": "--baseline",
+                  "device": "--device", "random_state": "--random-state"}
+
+# explain's options about fitting, which make no sense with --explainer: (dest, option).
+_FIT_OPTIONS = [("method", "--method"), ("k", "-k"), ("param", "--param"),
+                ("max_epochs", "--max-epochs"), ("baseline", "--baseline"),
+                ("fit_rows", "--fit-rows"), ("save_explainer", "--save-explainer")]
+
 
 class _InputError(Exception):
     """Bad input from the user: reported as one line on stderr, exit status 2."""
+
+
+class _ModelError(Exception):
+    """An exception raised inside the user's model (its ``__cause__``): reported as one line
+    on stderr, exit status 1."""
+
+    def __init__(self, model):
+        super().__init__(model)
+        self.model = model
+
+    def describe(self):
+        cause = self.__cause__
+        text = f"the model {_one_line(repr(self.model))} raised {type(cause).__name__}"
+        message = _one_line(str(cause))
+        return f"{text}: {message}" if message else text
+
+
+class _Blamed:
+    """The user's model, with any exception out of a call into it re-raised as
+    :class:`_ModelError`, so that a failing model (exit 1) is told apart from bad input
+    (exit 2) wherever the explainer happens to query it. Other attributes (``classes_``,
+    ``feature_names_in_``, a torch module's ``parameters``) are the model's own."""
+
+    _CALLS = ("predict", "predict_proba")
+
+    def __init__(self, model):
+        self._model = model
+
+    def __getattr__(self, name):
+        # Dunders and the wrapped model itself are never forwarded: copying or unpickling
+        # looks them up before _model exists.
+        if name.startswith("__") or name == "_model":
+            raise AttributeError(name)
+        value = getattr(self._model, name)
+        return self._guard(value) if name in self._CALLS and callable(value) else value
+
+    def __call__(self, *args, **kwargs):
+        return self._guard(self._model)(*args, **kwargs)
+
+    def __repr__(self):
+        return repr(self._model)
+
+    def _guard(self, func):
+        def call(*args, **kwargs):
+            try:
+                return func(*args, **kwargs)
+            except Exception as exc:  # noqa: BLE001 - whatever the model raises is its own
+                raise _ModelError(self._model) from exc
+
+        return call
+
+
+def _one_line(text):
+    return " ".join(text.split())
 
 
 def _methods():
@@ -49,12 +118,18 @@ def _methods():
     return methods
 
 
-def _make_explainer(cls, **params):
-    # Methods differ in their parameters (REAL-X has no temperature, for one): pass only the
-    # ones this class accepts, and leave unset ones (None) at the class's defaults.
-    accepted = cls().get_params(deep=False)
-    return cls(**{name: value for name, value in params.items()
-                  if name in accepted and value is not None})
+def _method(name):
+    """``(name, class)`` of the method asked for with --method (default: l2x)."""
+    methods = _methods()
+    name = "l2x" if name is None else name
+    if name not in methods:
+        raise _InputError(f"unknown --method {name!r}; choose from "
+                          + ", ".join(sorted(methods)) + ".")
+    return name, methods[name]
+
+
+def _defaults(cls):
+    return cls().get_params(deep=False)
 
 
 # -- argument parsing ----------------------------------------------------------------------
@@ -101,7 +176,44 @@ def _baseline(text):
     return value
 
 
+def _param(text):
+    """``NAME=VALUE`` as ``(name, value)``, the value read as JSON where it parses."""
+    name, sep, value = text.partition("=")
+    name = name.strip()
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE; got {text!r}")
+    try:
+        return name, json.loads(value)
+    except ValueError:
+        return name, value
+
+
+def _max_epochs_help(methods):
+    text = "training epochs of the explainer (default: the method's own)"
+    for name, cls in sorted(methods.items()):
+        defaults = _defaults(cls)
+        if "predictor_epochs" in defaults:
+            text += (
+                f". {name} trains its predictor alone for its first predictor_epochs epochs: "
+                "unless --param predictor_epochs=N is given, --max-epochs scales them in the "
+                f"default proportion ({defaults['predictor_epochs']} of "
+                f"{defaults['max_epochs']} epochs, rounded)"
+            )
+    return text
+
+
+def _k_defaults_help(methods):
+    parts = []
+    for name, cls in sorted(methods.items()):
+        k = _defaults(cls).get("k")
+        parts.append(f"{name} {k}" if k is not None else
+                     f"{name} none: every feature with selection probability above 0.5, so "
+                     "the number varies per row")
+    return "; ".join(parts)
+
+
 def _build_parser():
+    methods = _methods()
     parser = argparse.ArgumentParser(
         prog="python -m sk_sointer",
         description="Amortized instance-wise feature selection for black-box models.",
@@ -109,8 +221,16 @@ def _build_parser():
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--method", default=None,
+                        help="explainer: " + ", ".join(sorted(methods)) + " (default: l2x)")
+    common.add_argument("--param", type=_param, action="append", default=[],
+                        metavar="NAME=VALUE",
+                        help="set any parameter of the explainer, nested ones included, e.g. "
+                        "lr=0.01 or selector__hidden_units=[50,50] (repeatable). VALUE is read "
+                        "as JSON where it parses (numbers, true, false, null, lists) and as "
+                        "text otherwise")
     common.add_argument("--max-epochs", type=_positive_int, default=None,
-                        help="training epochs of the explainer (default: the method's own)")
+                        help=_max_epochs_help(methods))
     common.add_argument("--random-state", type=int, default=0, help="seed (default: 0)")
     common.add_argument("--device", type=_device, default="auto",
                         help="torch device: auto, cpu or cuda (default: auto)")
@@ -121,39 +241,54 @@ def _build_parser():
         "demo", parents=[common],
         help="explain a neural network on a built-in synthetic set with known answers",
         description="Train an MLP on a synthetic set whose relevant features are known, "
-        "fit an L2X explainer to it and report fidelity, ground-truth agreement and timings.",
+        "fit an explainer to it (L2X unless --method says otherwise) and report fidelity "
+        "next to random masks', ground-truth agreement and timings.",
     )
     demo.add_argument("--dataset", choices=sorted(_DEMO_SETS), default="orange_skin",
                       help="synthetic set (default: orange_skin)")
     demo.add_argument("--n-samples", type=_demo_rows, default=10_000,
                       help="rows generated, of which up to 1,000 are held out (default: 10000)")
     demo.add_argument("-k", "--k", type=_positive_int, default=None,
-                      help="features selected per row (default: the set's true number)")
+                      help="features selected per row (default: the set's true number, or "
+                      "for a method whose own default is none, such as realx, every feature "
+                      "with selection probability above 0.5)")
     demo.set_defaults(handler=_run_demo)
 
     explain = commands.add_parser(
         "explain", parents=[common],
         help="explain a saved model on the rows of a CSV file",
         description="Fit an explainer to a joblib-saved model on the rows of a numeric CSV "
-        "file and write one 0/1 mask per row to another CSV file. Loading a joblib file runs "
-        "code from it: only load files you trust.",
+        "file (or load a saved one with --explainer) and write one 0/1 mask per row to "
+        "another CSV file. Loading a joblib file runs code from it: only load files you "
+        "trust. Exit status: 2 for bad input, 1 when the model itself raises.",
     )
     explain.add_argument("model", metavar="MODEL.joblib", help="fitted model saved with joblib")
     explain.add_argument("data", metavar="DATA.csv", help="numeric features, one row per sample")
-    explain.add_argument("--method", default="l2x",
-                         help="explainer: " + ", ".join(sorted(_methods())) + " (default: l2x)")
-    explain.add_argument("-k", "--k", type=int, required=True, help="features selected per row")
+    explain.add_argument("-k", "--k", type=int, default=None,
+                         help="features selected per row (default: the method's own: "
+                         + _k_defaults_help(methods) + ")")
     explain.add_argument("--out", required=True, metavar="MASKS.csv", help="where to write masks")
-    explain.add_argument("--baseline", type=_baseline, default="mean",
+    explain.add_argument("--scores", default=None, metavar="SCORES.csv",
+                         help="also write the real-valued scores behind the masks (higher "
+                         "means more relied on), laid out like the masks")
+    explain.add_argument("--baseline", type=_baseline, default=None,
                          help="value of a left-out feature: mean (the column's mean over the "
                          "fit rows), zero, or a number (default: mean)")
     explain.add_argument("--fit-rows", type=_positive_int, default=None,
-                         help="fit on the first N rows only (default: all rows)")
+                         help="fit on N rows drawn at random (seeded by --random-state); "
+                         "every row is still explained (default: all rows)")
+    explain.add_argument("--save-explainer", default=None, metavar="PATH",
+                         help="save the fitted explainer (a safetensors file, no pickle)")
+    explain.add_argument("--explainer", default=None, metavar="PATH",
+                         help="load an explainer saved with --save-explainer instead of "
+                         "fitting one; MODEL is still needed, for the fidelity")
     header = explain.add_mutually_exclusive_group()
     header.add_argument("--header", dest="header", action="store_const", const=True,
                         default=None, help="the first row holds column names")
     header.add_argument("--no-header", dest="header", action="store_const", const=False,
                         help="the first row is data (default: detect)")
+    explain.add_argument("--debug", action="store_true",
+                         help="when the model raises, print the full traceback too")
     explain.set_defaults(handler=_run_explain)
     return parser
 
@@ -174,6 +309,113 @@ def main(argv=None):
     except _InputError as exc:
         print(f"sk_sointer {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except _ModelError as exc:
+        if getattr(args, "debug", False):
+            traceback.print_exception(exc)
+        print(f"sk_sointer {args.command}: error: {exc.describe()}", file=sys.stderr)
+        return 1
+
+
+# -- the explainer -------------------------------------------------------------------------
+
+def _user_params(args):
+    """--param's values by name, refusing names given twice or set by an option of their own."""
+    params = {}
+    for name, value in args.param:
+        if name in params:
+            raise _InputError(f"--param {name} is given twice.")
+        if name in _OPTION_PARAMS and name in vars(args):
+            raise _InputError(f"set {name} with {_OPTION_PARAMS[name]}, not --param.")
+        params[name] = value
+    return params
+
+
+def _build_explainer(method, cls, args, *, n_features, **options):
+    """The explainer asked for: ``options`` (unset ones, None, left at the class's defaults),
+    then --param. Names and values are checked here, before any data or model reach it, so
+    that a mistake is reported as bad input."""
+    user = _user_params(args)
+    explainer = cls()
+    known = explainer.get_params(deep=True)
+    for name in user:
+        if name not in known:
+            raise _InputError(f"{cls.__name__} has no parameter {name!r} (--param); its "
+                              "parameters are: " + ", ".join(sorted(known)) + ".")
+    options.update(max_epochs=args.max_epochs, device=args.device,
+                   random_state=args.random_state)
+    # Methods differ in their parameters (REAL-X has no temperature, for one).
+    params = {name: value for name, value in options.items()
+              if name in known and value is not None}
+    params.update(_scaled_predictor_epochs(method, cls, args.max_epochs, user))
+    params.update(user)
+    explainer.set_params(**params)
+    try:
+        explainer._validate_params()
+    except (TypeError, ValueError) as exc:
+        raise _InputError(f"invalid parameter value: {exc}") from None
+    _check_networks(explainer, user, n_features)
+    return explainer
+
+
+def _scaled_predictor_epochs(method, cls, max_epochs, user):
+    """A method that trains a predictor alone first (REAL-X) keeps the default share of its
+    epochs for it when only --max-epochs is given: its default predictor_epochs would
+    otherwise exceed a small max_epochs."""
+    defaults = _defaults(cls)
+    if max_epochs is None or "predictor_epochs" not in defaults or "predictor_epochs" in user:
+        return {}
+    if max_epochs < 2:
+        raise _InputError(
+            f"{method} trains its predictor alone for its first predictor_epochs epochs, then "
+            f"its selector, so --max-epochs should be >= 2; got {max_epochs}."
+        )
+    share = defaults["predictor_epochs"] / defaults["max_epochs"]
+    return {"predictor_epochs": min(max(round(max_epochs * share), 1), max_epochs - 1)}
+
+
+def _check_networks(explainer, user, n_features):
+    """Build each network whose options --param changed once, so that a bad nested value
+    is named now rather than failing inside ``fit``."""
+    from ._networks import build_network
+
+    for prefix in sorted({name.split("__", 1)[0] for name in user if "__" in name}):
+        names = ", ".join(name for name in user if name.startswith(prefix + "__"))
+        try:
+            build_network(getattr(explainer, prefix), n_features, n_features, (n_features,))
+        except (TypeError, ValueError) as exc:
+            raise _InputError(f"invalid parameter value ({names}): {exc}") from None
+
+
+def _random_masks(counts, n_features, seed):
+    """Uniformly random 0/1 masks with ``counts[i]`` ones in row ``i``."""
+    rng = np.random.default_rng(seed)
+    order = np.argsort(rng.random((len(counts), n_features)), axis=1)
+    return (order < np.asarray(counts)[:, None]).astype(np.float32)
+
+
+def _random_mask_fidelity(black_box, X, counts, baseline, seed):
+    """Fidelity of random masks keeping as many features per row as the explanations (a
+    fixed k, or a thresholded selection's varying numbers): the level to beat."""
+    from .metrics import posthoc_accuracy
+
+    masks = _random_masks(counts, X.shape[1], seed)
+    return posthoc_accuracy(black_box, X, masks, baseline=baseline)
+
+
+def _random_label(counts):
+    if len(np.unique(counts)) == 1:
+        return f"random {int(counts[0])}-feature masks"
+    return "random masks with as many features per row"
+
+
+def _per_row(counts, n_features):
+    if len(np.unique(counts)) == 1:
+        return f"{int(counts[0])} of {n_features} features per row"
+    return f"{counts.mean():.1f} of {n_features} features per row on average"
+
+
+def _k_text(k):
+    return f"k={k}" if k is not None else "k=None: selection probability above 0.5"
 
 
 # -- demo ----------------------------------------------------------------------------------
@@ -185,12 +427,16 @@ def _run_demo(args):
     from . import datasets
     from .metrics import false_discovery_rate, median_rank, true_positive_rate
 
+    method, cls = _method(args.method)
     generator, n_true = _DEMO_SETS[args.dataset]
     X, y, relevant = getattr(datasets, generator)(args.n_samples, random_state=args.random_state)
     n_features = X.shape[1]
-    k = n_true if args.k is None else args.k
-    if k > n_features:
+    k = args.k
+    if k is None and _defaults(cls).get("k") is not None:
+        k = n_true
+    if k is not None and k > n_features:
         raise _InputError(f"k should be <= n_features = {n_features}; got {k}.")
+    explainer = _build_explainer(method, cls, args, n_features=n_features, k=k, verbose=1)
 
     n_test = min(_DEMO_TEST_ROWS, args.n_samples // 2)
     X_train, X_test, y_train, y_test, _, relevant_test = train_test_split(
@@ -208,21 +454,20 @@ def _run_demo(args):
         model.fit(X_train, y_train)
     bb_seconds = time.perf_counter() - start
 
-    explainer = _make_explainer(
-        _methods()["l2x"], k=k, max_epochs=args.max_epochs, device=args.device,
-        random_state=args.random_state, verbose=1,
-    )
     start = time.perf_counter()
     try:
         explainer.fit(X_train, black_box=model)
-    except ValueError as exc:  # a device without CUDA, for one
+    except (TypeError, ValueError) as exc:  # a device without CUDA, for one
         raise _InputError(str(exc)) from None
     fit_seconds = time.perf_counter() - start
 
     us_per_row = _time_per_row(explainer.transform, X_test) * 1e6
     scores = explainer.explain(X_test)
     masks = explainer.transform(X_test)
+    counts = masks.sum(axis=1)
     fidelity = explainer.score(X_test)
+    chance = _random_mask_fidelity(model, X_test, counts, explainer.masker_.baseline_,
+                                   args.random_state)
     rank = median_rank(relevant_test, scores, random_state=args.random_state)
     tpr = true_positive_rate(relevant_test, masks)
     fdr = false_discovery_rate(relevant_test, masks)
@@ -230,12 +475,13 @@ def _run_demo(args):
     mu = _micro()
     print(f"  black box   MLPClassifier(200, 200), trained in {bb_seconds:.1f} s: "
           f"accuracy {model.score(X_test, y_test):.3f} on held-out labels")
-    print(f"  explainer   {type(explainer).__name__}(k={k}), fitted in {fit_seconds:.1f} s "
-          f"({explainer.net_.device}, torch threads: {args.threads})")
-    print(f"Explanations of the {n_test:,} held-out rows:")
+    print(f"  explainer   {type(explainer).__name__}({_k_text(k)}), fitted in "
+          f"{fit_seconds:.1f} s ({explainer.net_.device}, torch threads: {args.threads})")
+    print(f"Explanations of the {n_test:,} held-out rows ({_per_row(counts, n_features)}):")
     print(f"  fidelity      {fidelity:.3f}   black box keeps its answer on x * mask")
-    print(f"  median rank   {rank:.2f}    of the true features (optimum (k+1)/2 = "
-          f"{(k + 1) / 2:.2f}; lower is better)")
+    print(f"  random masks  {chance:.3f}   the same for {_random_label(counts)}")
+    print(f"  median rank   {rank:.2f}    of the {n_true} true features (optimum "
+          f"{(n_true + 1) / 2:.2f}; lower is better)")
     print(f"  TPR           {100 * tpr:5.1f} %  true features selected")
     print(f"  FDR           {100 * fdr:5.1f} %  selected features that are noise")
     print(f"  explain time  {us_per_row:.1f} {mu}s per row")
@@ -270,56 +516,132 @@ def _micro():
 # -- explain -------------------------------------------------------------------------------
 
 def _run_explain(args):
-    methods = _methods()
-    if args.method not in methods:
-        raise _InputError(f"unknown --method {args.method!r}; choose from "
-                          + ", ".join(sorted(methods)) + ".")
+    loading = args.explainer is not None
+    if loading:
+        given = [option for dest, option in _FIT_OPTIONS if getattr(args, dest) not in (None, [])]
+        if given:
+            raise _InputError(", ".join(given) + " cannot be used with --explainer, which "
+                              "loads an explainer fitted already.")
+    else:
+        method, cls = _method(args.method)
     model = _load_model(args.model)
     names, X = _read_csv(args.data, header=args.header)
     n_rows, n_features = X.shape
     _check_model_fits_data(model, names, n_features, args.data)
-    if not 1 <= args.k <= n_features:
-        raise _InputError(f"k should be between 1 and n_features = {n_features}; got {args.k}.")
+    black_box = _user_black_box(model, args.model)
 
-    from .black_box import as_black_box
+    if loading:
+        explainer = _load_explainer(args.explainer, black_box, args.device, n_features,
+                                    args.data)
+        rows = None
+    else:
+        grouped = any(name == "groups" for name, _ in args.param)
+        k = _explain_k(method, cls, args.k, n_features, args.data, grouped)
+        explainer = _build_explainer(method, cls, args, n_features=n_features, k=k,
+                                     baseline=args.baseline, verbose=1)
+        rows = _fit_rows(n_rows, args.fit_rows, args.random_state)
+    X_fit = X if rows is None else X[rows]
 
-    try:
-        black_box = as_black_box(model)
-    except (TypeError, ValueError) as exc:
-        raise _InputError(f"{args.model} does not hold a usable model: {exc}") from None
-
-    X_fit = X[: args.fit_rows] if args.fit_rows is not None else X
-    explainer = _make_explainer(
-        methods[args.method], k=args.k, max_epochs=args.max_epochs, device=args.device,
-        baseline=args.baseline, random_state=args.random_state, verbose=1,
-    )
     with warnings.catch_warnings():
         # Column names were checked against the model's above.
         warnings.filterwarnings("ignore", message=".*feature names.*", category=UserWarning)
-        try:
-            explainer.fit(X_fit, black_box=black_box)
-        except (TypeError, ValueError) as exc:
-            raise _InputError(f"could not fit the explainer to {args.model}: {exc}") from None
+        if not loading:
+            try:
+                explainer.fit(X_fit, black_box=black_box)
+            except (TypeError, ValueError) as exc:
+                raise _InputError(f"could not fit the explainer to {args.model}: {exc}") from None
+            if args.save_explainer is not None:
+                _save_explainer(explainer, args.save_explainer)
         masks = explainer.transform(X)
         fidelity = explainer.score(X_fit)
-        chance = _random_mask_fidelity(black_box, X_fit, args.k, explainer.masker_.baseline_,
-                                       args.random_state)
+        fit_counts = masks.sum(axis=1) if rows is None else masks[rows].sum(axis=1)
+        chance = _random_mask_fidelity(black_box, X_fit, fit_counts,
+                                       explainer.masker_.baseline_, args.random_state)
 
-    _write_masks(args.out, names, masks)
-    print(f"Wrote {n_rows:,} masks ({args.k} of {n_features} features per row) to {args.out}; "
-          f"fidelity on the {len(X_fit):,} fit rows: {fidelity:.3f} (higher is better; random "
-          f"{args.k}-feature masks: {chance:.3f}).")
+    _write_rows(args.out, names, masks.astype(np.int8), "masks")
+    wrote = f"Wrote {n_rows:,} masks ({_per_row(masks.sum(axis=1), n_features)}) to {args.out}"
+    if args.scores is not None:
+        # The shortest text that reads back as the same float32.
+        _write_rows(args.scores, names, explainer.explain(X).astype(str), "scores")
+        wrote += f" and their scores to {args.scores}"
+    where = f"the {n_rows:,} rows" if loading else f"the {len(X_fit):,} fit rows"
+    print(f"{wrote}; fidelity on {where}: {fidelity:.3f} (higher is better; "
+          f"{_random_label(fit_counts)}: {chance:.3f}).")
     return 0
 
 
-def _random_mask_fidelity(black_box, X, k, baseline, seed):
-    """Fidelity of uniformly random k-feature masks: the level an explanation must beat."""
-    from .metrics import posthoc_accuracy
+def _explain_k(method, cls, k, n_features, data_path, grouped):
+    """-k, or the method's default; checked against the width unless k counts groups."""
+    if k is None:
+        k = _defaults(cls).get("k")
+        if k is not None and k > n_features and not grouped:
+            raise _InputError(
+                f"{method} selects k={k} features per row by default but {data_path!r} has "
+                f"{n_features} columns: give -k between 1 and {n_features}."
+            )
+    elif k < 1 or (k > n_features and not grouped):
+        raise _InputError(f"k should be between 1 and n_features = {n_features}; got {k}.")
+    return k
 
-    rng = np.random.default_rng(seed)
-    order = np.argsort(rng.random(X.shape), axis=1)
-    masks = (order < k).astype(np.float32)
-    return posthoc_accuracy(black_box, X, masks, baseline=baseline)
+
+def _fit_rows(n_rows, n_fit, seed):
+    """Indices of ``n_fit`` rows drawn at random without replacement, in file order;
+    ``None`` for all rows."""
+    if n_fit is None or n_fit >= n_rows:
+        return None
+    return np.sort(np.random.default_rng(seed).choice(n_rows, size=n_fit, replace=False))
+
+
+def _user_black_box(model, path):
+    """The model as a black box whose exceptions surface as :class:`_ModelError`. How it is
+    queried (classifier, regressor, torch module, callable) is read from the model itself."""
+    from .black_box import BlackBox, as_black_box
+
+    try:
+        adapted = as_black_box(model)
+    except (TypeError, ValueError) as exc:
+        raise _InputError(f"{path} does not hold a usable model: {exc}") from None
+    return BlackBox(_Blamed(adapted.model), kind=adapted.kind, output=adapted.output)
+
+
+def _save_explainer(explainer, path):
+    import sk_sointer
+
+    save = sk_sointer.save
+    try:
+        save(explainer, path)
+    except OSError as exc:
+        raise _InputError(f"cannot write {path!r}: {exc.strerror or exc}.") from None
+    except (TypeError, ValueError) as exc:
+        raise _InputError(f"cannot save the explainer to {path!r}: {exc}") from None
+
+
+def _load_explainer(path, black_box, device, n_features, data_path):
+    import sk_sointer
+
+    from ._utils import resolve_device
+
+    load = sk_sointer.load
+    _check_file(path, "explainer")
+    try:
+        device = str(resolve_device(device))
+    except ValueError as exc:
+        raise _InputError(str(exc)) from None
+    try:
+        explainer = load(path, device=device, black_box=black_box)
+    except _ModelError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a damaged or foreign file can fail in any way
+        raise _InputError(
+            f"cannot load an explainer from {path!r} ({type(exc).__name__}: {exc})."
+        ) from None
+    expected = getattr(explainer, "n_features_in_", None)
+    if expected is not None and expected != n_features:
+        raise _InputError(
+            f"the explainer in {path!r} was fitted on {expected} features but {data_path!r} "
+            f"has {n_features} columns."
+        )
+    return explainer
 
 
 def _check_file(path, what):
@@ -429,19 +751,19 @@ def _column_label(col, names):
     return f"{col + 1} ({names[col]!r})" if names is not None else f"{col + 1}"
 
 
-def _write_masks(path, names, masks):
+def _write_rows(path, names, rows, what):
+    """Write ``rows`` (an array of numbers or texts) as CSV, under the input's header."""
     from tqdm.auto import tqdm
 
-    masks = masks.astype(np.int8)
     try:
         with open(path, "w", newline="", encoding="utf-8") as handle:
             writer = csv.writer(handle)
             if names is not None:
                 writer.writerow(names)
-            with tqdm(total=len(masks), unit="rows", desc="writing masks", leave=False,
-                      disable=len(masks) < _PROGRESS_ROWS) as bar:
-                for start in range(0, len(masks), _WRITE_CHUNK):
-                    chunk = masks[start : start + _WRITE_CHUNK]
+            with tqdm(total=len(rows), unit="rows", desc=f"writing {what}", leave=False,
+                      disable=len(rows) < _PROGRESS_ROWS) as bar:
+                for start in range(0, len(rows), _WRITE_CHUNK):
+                    chunk = rows[start : start + _WRITE_CHUNK]
                     writer.writerows(chunk.tolist())
                     bar.update(len(chunk))
     except OSError as exc:

@@ -63,6 +63,9 @@ random_state : int, RandomState instance or None, default=None
 verbose : int, default=0
     0: silent; 1: a progress bar over epochs; 2: skorch's per-epoch table and a progress
     bar over batches.""",
+    "k_": """\
+k_ : int or None
+    The ``k`` in use: ``k``, or the number of features (groups) when ``k`` exceeds it.""",
     "output_spec_": """\
 output_spec_ : OutputSpec
     What the black box's outputs are: one block of columns per output, each categorical,

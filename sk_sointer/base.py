@@ -34,6 +34,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from skorch.callbacks import Callback, ProgressBar
 from skorch.dataset import ValidSplit
+from torch.utils.data import DataLoader
 
 from ._masking import Masker
 from ._outputs import OutputSpec, check_outputs, output_agreement
@@ -106,7 +107,8 @@ class _SkorchEstimatorMixin:
 
     _parameter_constraints: dict = {
         "max_epochs": [Interval(Integral, 1, None, closed="left")],
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        # Batch normalisation needs two rows to estimate a batch's statistics.
+        "batch_size": [Interval(Integral, 2, None, closed="left")],
         "lr": [Interval(Real, 0, None, closed="neither")],
         "weight_decay": [Interval(Real, 0, None, closed="left")],
         "optimizer": [StrOptions(set(_OPTIMIZERS)), callable],
@@ -196,10 +198,8 @@ class _SkorchEstimatorMixin:
             "optimizer": _OPTIMIZERS.get(self.optimizer, self.optimizer),
             "optimizer__weight_decay": self.weight_decay,
             "device": device,
+            "iterator_train": _TrainLoader,
             "iterator_train__shuffle": True,
-            # A last batch of a single row would break batch normalisation in training.
-            "iterator_train__drop_last": n_samples > self.batch_size
-            and n_samples % self.batch_size == 1,
             "train_split": self._train_split(seed),
             "callbacks": list(self.callbacks or []),
             "verbose": int(self.verbose >= 2),
@@ -214,6 +214,21 @@ class _SkorchEstimatorMixin:
         if self.train_split is None or callable(self.train_split):
             return self.train_split
         return ValidSplit(self.train_split, stratified=False, random_state=seed)
+
+    def __getstate__(self):
+        # A copy: Python's default state is the live __dict__, and leaving an unpicklable
+        # black box out of it must not take it away from the explainer being pickled.
+        state = dict(super().__getstate__())
+        black_box = state.get("black_box_")
+        if black_box is not None and not _picklable(black_box.model):
+            warnings.warn(
+                f"The black box {black_box.model!r} cannot be pickled and is left out; the "
+                "unpickled estimator needs the model's outputs passed as y (score(X, y), "
+                "score_masks(X, masks, y)) where it would otherwise query the model.",
+                UserWarning,
+            )
+            state["black_box_"] = None
+        return state
 
     def set_params(self, **params):
         # Nested network factories (``selector__hidden_units=...``) are replaced by copies
@@ -250,9 +265,17 @@ class BaseExplainer(
 
     def _check_params(self, problem):
         k = getattr(self, "k", None)
+        self.k_ = k
         if k is not None and k > problem.n_groups:
             what = "n_groups" if problem.masker.groups_ is not None else "n_features"
-            raise ValueError(f"k should be <= {what} = {problem.n_groups}; got {k}.")
+            # As SelectKBest does: a k beyond the data keeps everything, with a warning,
+            # so that the default k works on narrow tables.
+            warnings.warn(
+                f"k={k} is greater than {what}={problem.n_groups}. All the features will be "
+                "selected.",
+                UserWarning,
+            )
+            self.k_ = problem.n_groups
 
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y=None, *, black_box=None):
@@ -394,31 +417,43 @@ class BaseExplainer(
 
     def _masks_from_scores(self, scores):
         """0/1 masks over groups (ndarray) from the scores of :meth:`_scores`."""
-        if getattr(self, "k", None) is None:
+        # ``k`` as it is now: a selector's scores do not depend on it, so setting k after
+        # fit changes only how scores become masks.
+        k = getattr(self, "k", None)
+        if k is None:
             return (scores.numpy() > self._threshold).astype(np.float32)
-        return topk_mask(scores.numpy(), self.k)
+        return topk_mask(scores.numpy(), min(k, self.masker_.n_groups_))
 
     def _inference_device(self):
         param = next(self.net_.module_.parameters(), None)
         return param.device if param is not None else torch.device("cpu")
-
-    def __getstate__(self):
-        state = super().__getstate__()
-        black_box = state.get("black_box_")
-        if black_box is not None and not _picklable(black_box.model):
-            warnings.warn(
-                f"The black box {black_box.model!r} cannot be pickled and is left out; the "
-                "unpickled explainer scores with the outputs passed to score(X, y).",
-                UserWarning,
-            )
-            state["black_box_"] = None
-        return state
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
+
+
+class _TrainLoader(DataLoader):
+    """skorch's training loader, without a last batch of a single row.
+
+    When the training rows (after any validation split) leave one row over, that batch
+    would break batch normalisation ("more than 1 value per channel"); the row is trained
+    on in other epochs, since the order is shuffled every epoch.
+    """
+
+    def __iter__(self):
+        n_batches = len(self)
+        for i, batch in enumerate(super().__iter__()):
+            if i == n_batches - 1 and n_batches > 1 and _batch_rows(batch) == 1:
+                return
+            yield batch
+
+
+def _batch_rows(batch):
+    first = batch[0] if isinstance(batch, (tuple, list)) else batch
+    return len(first)
 
 
 class _EpochProgress(Callback):

@@ -233,8 +233,9 @@ def test_groups_on_digit_patches(digits, make):
 
 def test_groups_are_checked_against_k_and_the_features(digits):
     X, model, patches = digits
-    with pytest.raises(ValueError, match=r"k should be <= n_groups = 16; got 17"):
-        L2XExplainer(k=17, groups=patches, max_epochs=1).fit(X, black_box=model)
+    with pytest.warns(UserWarning, match=r"k=17 is greater than n_groups=16"):
+        expl = L2XExplainer(k=17, groups=patches, max_epochs=1).fit(X, black_box=model)
+    assert expl.k_ == 16 and (expl.transform(X[:5]) == 1).all()
     message = r"one group id per feature, shape \(64,\); got shape \(63,\)"
     with pytest.raises(ValueError, match=message):
         L2XExplainer(k=2, groups=patches[:-1], max_epochs=1).fit(X, black_box=model)

@@ -191,7 +191,7 @@ def test_threshold_and_top_k_selections(xor_rows):
     [
         ({"predictor_epochs": 5, "max_epochs": 5}, "predictor_epochs should be < max_epochs"),
         ({"predictor_epochs": 0}, "predictor_epochs should be >= 1"),
-        ({"k": 7}, "k should be <= n_features"),
+        ({"k": 0}, "'k' parameter"),
         ({"schedule": "joint"}, "schedule"),
     ],
 )

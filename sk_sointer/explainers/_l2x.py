@@ -61,7 +61,8 @@ class L2XExplainer(BaseExplainer):
     Parameters
     ----------
     k : int, default=4
-        Number of features selected per row.
+        Number of features (or feature groups) selected per row. A ``k`` beyond their
+        number selects all of them, with a warning, as ``SelectKBest`` does.
 
     tau : float, default=0.1
         Temperature of the k-subset Concrete relaxation; lower is closer to discrete.
@@ -117,6 +118,8 @@ class L2XExplainer(BaseExplainer):
 
     black_box_ : BlackBox or None
         The adapted model when ``fit`` received one, used by :meth:`score`.
+
+    %(k_)s
 
     %(output_spec_)s
 
@@ -209,7 +212,7 @@ class L2XExplainer(BaseExplainer):
         return L2XNet(
             self.selector,
             approximator=self.approximator,
-            k=self.k,
+            k=self.k_,
             tau=self.tau,
             **problem.net_params(),
             **net_params,

@@ -148,7 +148,8 @@ class RealXExplainer(BaseExplainer):
     k : int or None, default=None
         ``None`` selects every feature whose selection probability exceeds 0.5 (the
         reference's rule), so the number selected varies per row and can be 0. An int
-        selects exactly the ``k`` most probable features of every row.
+        selects exactly the ``k`` most probable features of every row (all of them, with a
+        warning, when ``k`` exceeds their number).
 
     alpha : float, default=0.05
         Strength ``lambda`` of the sparsity penalty ``lambda * mean_j p_j`` on the mean
@@ -237,6 +238,8 @@ class RealXExplainer(BaseExplainer):
 
     black_box_ : BlackBox or None
         The adapted model when ``fit`` received one, used by :meth:`score`.
+
+    %(k_)s
 
     %(output_spec_)s
 

@@ -287,6 +287,8 @@ class EvalXEvaluator(_SkorchEstimatorMixin, BaseEstimator):
         known = {"eACC", "eAUROC", "eNLL", "mean_log_likelihood", "eMSE", "eR2"}
         if metric not in known:
             raise ValueError(f"metric should be one of {sorted(known)}; got {metric!r}.")
+        if hasattr(self, "output_spec_"):
+            _check_metric(metric, self.output_spec_)
         return _EvalXScorer(self, metric)
 
     def _check_masked_input(self, X, masks):
@@ -328,6 +330,26 @@ def _auroc(labels, proba):
     return roc_auc_score(onehot, proba, average="micro")
 
 
+def _metrics_for(spec):
+    """The keys :meth:`EvalXEvaluator.score_masks` returns for outputs described by ``spec``."""
+    kinds = set(spec.kinds)
+    names = ["mean_log_likelihood"]
+    if kinds - {"real"}:
+        names += ["eACC", "eAUROC", "eNLL"]
+    if "real" in kinds:
+        names += ["eMSE", "eR2"]
+    return names
+
+
+def _check_metric(metric, spec):
+    available = _metrics_for(spec)
+    if metric not in available:
+        raise ValueError(
+            f"metric {metric!r} is not defined for this evaluator's outputs ({spec.task}); "
+            f"choose one of {available}."
+        )
+
+
 class _EvalXScorer:
     """Scorer protocol ``(explainer, X, y=None)`` over :meth:`EvalXEvaluator.score_masks`."""
 
@@ -336,6 +358,7 @@ class _EvalXScorer:
         self.metric = metric
 
     def __call__(self, explainer, X, y=None):
+        _check_metric(self.metric, self.evaluator.output_spec_)
         scores = self.evaluator.score_masks(X, explainer.transform(X), y)
         sign = -1 if self.metric in _LOWER_IS_BETTER else 1
         return sign * scores[self.metric]

@@ -1,0 +1,631 @@
+"""Saving and loading fitted estimators without pickle.
+
+Unpickling a file runs whatever code the file names, so a pickled explainer can only be
+loaded from someone one trusts. :func:`save` writes a fitted explainer (or EVAL-X
+evaluator) as one `safetensors <https://huggingface.co/docs/safetensors>`_ file, which
+holds only data, and :func:`load` rebuilds it with the package's own code:
+
+- the tensors are every network's ``state_dict`` under the estimator's attribute path
+  (``net_.module_.0.weight``, ``net_.approximator_.0.weight``, ...), the masker's arrays
+  (``masker_.mean_``, ``masker_.scale_``, ``masker_.baseline_``,
+  ``masker_.baseline_scaled_``, and ``masker_.groups_`` with feature groups) and the
+  output standardisation (``output_spec_.center``, ``output_spec_.scale``);
+- the file's string metadata ``"sk_sointer"`` is a JSON document: the format version, the
+  version of sk_sointer that wrote it, the estimator's class name, its parameters
+  (``get_params(deep=False)``), its other fitted attributes (``n_features_in_``,
+  ``feature_names_in_``, ``k_``, ...), the masker's number of groups, the output spec
+  (kinds, blocks, classes, target) and the widths the networks were built for.
+
+Values JSON has no type for are written as one-key objects: ``{"tuple": [...]}``,
+``{"ndarray": [...], "dtype": "<f8", "shape": [3]}``, ``{"dict": {...}}``, a network
+factory as ``{"factory": "MLP", "params": {...}}``, a torch optimizer class as
+``{"optimizer": "adam"}`` and a ``RandomState`` as ``{"random_state": {...}}``. Anything
+else (a custom factory, callbacks, a split callable) is code, and :func:`save` refuses it.
+
+Loading never imports a name read from the file: the class comes from the package's
+public estimators, the factories from the package's own, and the networks are built by
+the estimator's ``_build_net`` before the stored weights are copied in. The black box is
+never stored.
+"""
+
+import json
+import os
+import re
+
+import numpy as np
+import safetensors
+import torch
+from safetensors.torch import load_file, save_file
+from sklearn.utils.validation import check_is_fitted
+
+from ._masking import Masker
+from ._networks import MLP
+from ._outputs import OutputSpec
+from ._utils import resolve_device, seeded
+from .base import _OPTIMIZERS, Problem, _SkorchEstimatorMixin
+from .black_box import as_black_box
+
+__all__ = ["load", "save"]
+
+FORMAT_VERSION = 1
+"""Version of the file layout that :func:`save` writes; :func:`load` reads it and older."""
+
+_METADATA_KEY = "sk_sointer"
+
+# The package's network factories, by the name a file gives them. A factory is stored as
+# its parameters, so only a class whose modules follow from them alone can be listed.
+_FACTORIES = {"MLP": MLP}
+
+_OPTIMIZER_NAMES = {cls: name for name, cls in _OPTIMIZERS.items()}
+
+# Fitted attributes with their own place in the file (or, for the black box, none).
+_STRUCTURED = ("net_", "masker_", "output_spec_", "black_box_")
+
+_MASKER_ARRAYS = ("mean_", "scale_", "baseline_", "baseline_scaled_")
+_MASKER_STATE = {*_MASKER_ARRAYS, "groups_", "n_groups_"}
+
+_ATTRIBUTE_NAME = re.compile(r"[a-z][a-z0-9_]*_\Z")
+
+
+def save(estimator, path):
+    """Write a fitted explainer or EVAL-X evaluator to a file that holds no code.
+
+    The file is a safetensors file: the networks' weights and the masker's arrays as
+    tensors, and the parameters and the rest of the fitted state as a JSON document in
+    its metadata (see the module's description). Unlike a pickle, it can be loaded from
+    a source one does not trust. The black box is not stored: pass it to :func:`load`
+    to score post-hoc fidelity again.
+
+    Parameters
+    ----------
+    estimator : fitted estimator
+        An instance of one of the package's public explainers (such as
+        :class:`~sk_sointer.L2XExplainer`) or of
+        :class:`~sk_sointer.metrics.EvalXEvaluator`, not of a subclass.
+    path : str or path-like
+        File to write (conventionally ending in ``.safetensors``); overwritten if it
+        exists.
+
+    Raises
+    ------
+    ValueError
+        If the estimator's class is not one of the package's public estimators, or a
+        parameter or fitted attribute holds code rather than data: a custom network
+        factory, ``callbacks``, a callable ``train_split`` or ``optimizer`` other than the
+        torch optimizers named in the parameter's description.
+    sklearn.exceptions.NotFittedError
+        If the estimator is not fitted.
+
+    See Also
+    --------
+    load : Rebuild the estimator from the file.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> from sk_sointer import L2XExplainer, load, save
+    >>> X = np.random.RandomState(0).randn(100, 4).astype(np.float32)
+    >>> expl = L2XExplainer(k=1, max_epochs=2, random_state=0).fit(X, X[:, 0] > 0)
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = os.path.join(folder, "l2x.safetensors")
+    ...     save(expl, path)
+    ...     loaded = load(path)
+    >>> np.array_equal(loaded.transform(X), expl.transform(X))
+    True
+    """
+    cls = _check_class(type(estimator))
+    check_is_fitted(estimator)
+    net = estimator.net_
+    doc = {
+        "format_version": FORMAT_VERSION,
+        "sk_sointer_version": _package_version(),
+        "class": cls.__name__,
+        "params": {
+            name: _encode(value, f"parameter {name!r}")
+            for name, value in estimator.get_params(deep=False).items()
+        },
+        "attributes": {
+            name: _encode(value, f"fitted attribute {name!r}")
+            for name, value in sorted(vars(estimator).items())
+            if _is_fitted_attribute(name) and name not in _STRUCTURED
+        },
+        "net": {
+            "selector_in_features": net.selector_in_features,
+            "input_shape": list(net.input_shape),
+        },
+    }
+    output_config = getattr(estimator, "_sklearn_output_config", None)
+    if output_config:
+        doc["output_config"] = _encode(output_config, "the set_output configuration")
+    tensors = {}
+    doc["masker"] = _masker_state(estimator.masker_, tensors)
+    doc["output_spec"] = _spec_state(estimator.output_spec_, tensors)
+    for name in _module_names(net):
+        for key, value in getattr(net, name + "_").state_dict().items():
+            tensors[f"net_.{name}_.{key}"] = value.detach().to("cpu", copy=True).contiguous()
+    save_file(tensors, os.fspath(path), metadata={_METADATA_KEY: json.dumps(doc)})
+
+
+def load(path, *, device="cpu", black_box=None):
+    """Rebuild an estimator written by :func:`save`, running no code from the file.
+
+    The estimator's class is looked up among the package's public estimators, its
+    networks are built by the package's code from the stored parameters and widths, and
+    the stored weights are copied into them (every weight present, none extra).
+
+    Parameters
+    ----------
+    path : str or path-like
+        A file written by :func:`save`.
+    device : {"cpu", "cuda", "auto"} or str, default="cpu"
+        Torch device of the loaded networks; a model trained on CUDA loads on a machine
+        without it. The estimator's ``device`` parameter keeps its saved value: it is the
+        device of the next ``fit``.
+    black_box : model, default=None
+        The model the estimator explains, adapted with :func:`~sk_sointer.as_black_box`,
+        so that ``score(X)`` measures post-hoc fidelity. Without it ``black_box_`` is
+        ``None`` and the estimator scores against outputs given as ``y``.
+
+    Returns
+    -------
+    estimator : fitted estimator
+        Explains, transforms and scores as the saved one did.
+
+    Raises
+    ------
+    ValueError
+        If the file is not a safetensors file written by :func:`save`, comes from a newer
+        version of the format, names a class that is not one of the package's public
+        estimators, holds parameters the class rejects, or its tensors are not exactly
+        those that the rebuilt estimator has.
+
+    See Also
+    --------
+    save : Write a fitted estimator.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sk_sointer import RealXExplainer, load, save
+    >>> X = np.random.RandomState(0).randn(200, 4).astype(np.float32)
+    >>> model = LogisticRegression().fit(X, X[:, 0] > 0)
+    >>> expl = RealXExplainer(k=1, max_epochs=3, predictor_epochs=2, random_state=0)
+    >>> expl = expl.fit(X, black_box=model)
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = os.path.join(folder, "realx.safetensors")
+    ...     save(expl, path)
+    ...     loaded = load(path, black_box=model)
+    >>> loaded.score(X) == expl.score(X)
+    True
+    """
+    path = os.fspath(path)
+    doc = _read_document(path)
+    cls = _class_named(doc.get("class"))
+    estimator = _with_params(cls, _decode_object(doc.get("params"), "parameters"))
+    for name, value in _attributes(doc).items():
+        setattr(estimator, name, value)
+    if "output_config" in doc:
+        estimator._sklearn_output_config = _decode(doc["output_config"], "output_config")
+    tensors = load_file(path)
+    estimator.masker_ = _load_masker(estimator, doc.get("masker"), tensors)
+    estimator.output_spec_ = _load_spec(doc.get("output_spec"), tensors)
+    estimator.black_box_ = _attach(black_box, estimator)
+    estimator.net_ = _load_net(estimator, doc.get("net"), tensors, resolve_device(device), path)
+    return estimator
+
+
+# Classes and versions
+# --------------------
+
+
+def _public_estimators():
+    """The package's public estimators that train a net, by class name."""
+    from . import explainers, metrics
+
+    classes = {}
+    for module in (explainers, metrics):
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if isinstance(obj, type) and issubclass(obj, _SkorchEstimatorMixin):
+                classes[obj.__name__] = obj
+    return classes
+
+
+def _check_class(cls):
+    known = _public_estimators()
+    if known.get(cls.__name__) is not cls:
+        raise ValueError(
+            f"sk_sointer.save stores the package's own estimators ({', '.join(sorted(known))}); "
+            f"got {cls.__module__}.{cls.__qualname__}, whose code a file cannot restore "
+            "without running it."
+        )
+    return cls
+
+
+def _class_named(name):
+    known = _public_estimators()
+    if not isinstance(name, str) or name not in known:
+        raise ValueError(
+            f"The file's estimator class {name!r} is not one that sk_sointer.load builds: "
+            f"{', '.join(sorted(known))}."
+        )
+    return known[name]
+
+
+def _package_version():
+    from . import __version__
+
+    return __version__
+
+
+def _read_document(path):
+    try:
+        with safetensors.safe_open(path, framework="pt") as file:
+            metadata = file.metadata() or {}
+    except safetensors.SafetensorError as exc:
+        raise ValueError(f"{path} is not a safetensors file ({exc}).") from None
+    if _METADATA_KEY not in metadata:
+        raise ValueError(
+            f"{path} was not written by sk_sointer.save: its metadata has no "
+            f"{_METADATA_KEY!r} entry."
+        )
+    try:
+        doc = json.loads(metadata[_METADATA_KEY])
+    except ValueError as exc:
+        raise ValueError(f"The sk_sointer metadata of {path} is not valid JSON ({exc}).") from None
+    if not isinstance(doc, dict):
+        raise ValueError(f"The sk_sointer metadata of {path} should be a JSON object.")
+    version = doc.get("format_version")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ValueError(f"{path} has an invalid format version {version!r}.")
+    if version > FORMAT_VERSION:
+        raise ValueError(
+            f"{path} was written in format version {version} (by sk_sointer "
+            f"{doc.get('sk_sointer_version')}), newer than the format version "
+            f"{FORMAT_VERSION} that sk_sointer {_package_version()} reads; upgrade sk_sointer "
+            "to load it."
+        )
+    return doc
+
+
+# Parameters and fitted attributes as JSON
+# ----------------------------------------
+
+
+def _encode(value, where):
+    """The JSON form of a parameter or fitted value; ``where`` names it in errors."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value)
+    if isinstance(value, list):
+        return [_encode(item, where) for item in value]
+    if isinstance(value, tuple):
+        return {"tuple": [_encode(item, where) for item in value]}
+    if isinstance(value, dict) and all(isinstance(key, str) for key in value):
+        return {"dict": {key: _encode(item, where) for key, item in value.items()}}
+    if isinstance(value, np.ndarray):
+        return _encode_array(value, where)
+    if type(value) in _FACTORIES.values():
+        name = next(key for key, cls in _FACTORIES.items() if type(value) is cls)
+        return {"factory": name, "params": {
+            key: _encode(item, f"{where} ({name}'s {key!r})")
+            for key, item in value.get_params(deep=False).items()
+        }}
+    if isinstance(value, type) and value in _OPTIMIZER_NAMES:
+        return {"optimizer": _OPTIMIZER_NAMES[value]}
+    if isinstance(value, np.random.RandomState):
+        kind, keys, pos, has_gauss, cached = value.get_state(legacy=True)
+        return {"random_state": {"keys": keys.tolist(), "pos": int(pos),
+                                 "has_gauss": int(has_gauss), "cached_gaussian": float(cached)}}
+    raise ValueError(_unstorable(value, where))
+
+
+def _unstorable(value, where):
+    hint = ""
+    if where == "parameter 'callbacks'":
+        hint = (" Callbacks only act in training: set_params(callbacks=None) before saving "
+                "leaves what the estimator explains and scores unchanged.")
+    elif where == "parameter 'train_split'":
+        hint = (" The split only acts in training: set_params(train_split=None) before "
+                "saving leaves what the estimator explains and scores unchanged.")
+    elif callable(value):
+        hint = (f" Code cannot be stored as data: of the network factories, only the "
+                f"package's own ({', '.join(_FACTORIES)}) can be saved, and of the "
+                f"optimizers the names {sorted(_OPTIMIZERS)}.")
+    return (
+        f"sk_sointer.save cannot store {where}: {value!r} ({type(value).__name__}) is not "
+        f"data it can write without pickle.{hint}"
+    )
+
+
+def _encode_array(array, where):
+    if array.dtype.kind == "O":
+        if not all(isinstance(item, (str, bool, int, float)) for item in array.ravel()):
+            raise ValueError(
+                f"sk_sointer.save cannot store {where}: an object array holding values other "
+                "than strings and numbers."
+            )
+    elif array.dtype.kind not in "biufU":
+        raise ValueError(f"sk_sointer.save cannot store {where}: an array of dtype {array.dtype}.")
+    return {"ndarray": array.ravel().tolist(), "dtype": array.dtype.str, "shape": list(array.shape)}
+
+
+def _decode(obj, where):
+    """The value of a JSON form written by :func:`_encode`."""
+    if obj is None or isinstance(obj, (bool, int, float, str)):
+        return obj
+    if isinstance(obj, list):
+        return [_decode(item, where) for item in obj]
+    if isinstance(obj, dict):
+        keys = set(obj)
+        if keys == {"tuple"} and isinstance(obj["tuple"], list):
+            return tuple(_decode(item, where) for item in obj["tuple"])
+        if keys == {"dict"} and isinstance(obj["dict"], dict):
+            return {key: _decode(item, where) for key, item in obj["dict"].items()}
+        if keys == {"ndarray", "dtype", "shape"}:
+            return _decode_array(obj, where)
+        if keys == {"factory", "params"} and isinstance(obj["params"], dict):
+            return _decode_factory(obj, where)
+        if keys == {"optimizer"} and obj["optimizer"] in _OPTIMIZERS:
+            return _OPTIMIZERS[obj["optimizer"]]
+        if keys == {"random_state"} and isinstance(obj["random_state"], dict):
+            return _decode_random_state(obj["random_state"], where)
+    raise ValueError(f"The file's {where} hold {obj!r}, which is not a value sk_sointer.save writes.")
+
+
+def _decode_object(obj, where):
+    """A JSON object of values written by :func:`_encode`, decoded."""
+    if not isinstance(obj, dict):
+        raise ValueError(f"The file's {where} should be a JSON object.")
+    return {name: _decode(value, where) for name, value in obj.items()}
+
+
+def _decode_array(obj, where):
+    try:
+        dtype = np.dtype(obj["dtype"])
+        shape = tuple(int(size) for size in obj["shape"])
+    except (TypeError, ValueError):
+        dtype = None
+    if dtype is None or dtype.kind not in "biufUO" or dtype.fields is not None:
+        raise ValueError(f"The file's {where} hold an array of unknown dtype {obj['dtype']!r}.")
+    items = obj["ndarray"]
+    if not isinstance(items, list) or not all(
+        isinstance(item, (str, bool, int, float)) for item in items
+    ):
+        raise ValueError(f"The file's {where} hold an array whose items are not numbers or strings.")
+    try:
+        return np.array(items, dtype=dtype).reshape(shape)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ValueError(f"The file's {where} hold an invalid array ({exc}).") from None
+
+
+def _decode_factory(obj, where):
+    name = obj["factory"]
+    if name not in _FACTORIES:
+        raise ValueError(
+            f"The file's {where} name the network factory {name!r}, which is not one of the "
+            f"package's ({', '.join(_FACTORIES)})."
+        )
+    params = _decode_object(obj["params"], where)
+    try:
+        return _FACTORIES[name](**params)
+    except TypeError as exc:
+        raise ValueError(f"The file's {where} give {name} invalid parameters ({exc}).") from None
+
+
+def _decode_random_state(state, where):
+    generator = np.random.RandomState()
+    try:
+        generator.set_state((
+            "MT19937", np.asarray(state["keys"], dtype=np.uint32), int(state["pos"]),
+            int(state["has_gauss"]), float(state["cached_gaussian"]),
+        ))
+    except (KeyError, TypeError, ValueError, OverflowError) as exc:
+        raise ValueError(f"The file's {where} hold an invalid RandomState ({exc}).") from None
+    return generator
+
+
+def _is_fitted_attribute(name):
+    return name.endswith("_") and not name.startswith("_")
+
+
+def _with_params(cls, params):
+    accepted = cls().get_params(deep=False)
+    unknown = sorted(set(params) - set(accepted))
+    if unknown:
+        raise ValueError(f"The file gives {cls.__name__} unknown parameters {unknown}.")
+    estimator = cls(**params)
+    # The same checks as fit: a tampered value is refused here, not at explanation time.
+    estimator._validate_params()
+    return estimator
+
+
+def _attributes(doc):
+    attributes = _decode_object(doc.get("attributes"), "fitted attributes")
+    for name in attributes:
+        if not _ATTRIBUTE_NAME.match(name) or name in _STRUCTURED:
+            raise ValueError(f"The file holds an invalid fitted attribute name {name!r}.")
+    return attributes
+
+
+# Masker and output spec
+# ----------------------
+
+
+def _masker_state(masker, tensors):
+    unknown = sorted(
+        name for name in vars(masker) if _is_fitted_attribute(name) and name not in _MASKER_STATE
+    )
+    if unknown:
+        raise ValueError(
+            f"sk_sointer.save does not know the masker's fitted state {unknown}; it would be "
+            "lost in the file."
+        )
+    for name in _MASKER_ARRAYS:
+        tensors[f"masker_.{name}"] = torch.from_numpy(np.array(getattr(masker, name)))
+    if masker.groups_ is not None:
+        tensors["masker_.groups_"] = torch.from_numpy(np.array(masker.groups_))
+    return {"n_groups_": int(masker.n_groups_)}
+
+
+def _load_masker(estimator, state, tensors):
+    if not isinstance(state, dict) or not isinstance(state.get("n_groups_"), int):
+        raise ValueError("The file's masker state should give n_groups_, an int.")
+    n_features = estimator.n_features_in_
+    masker = Masker(estimator.baseline, getattr(estimator, "groups", None))
+    fitted = {"n_groups_": state["n_groups_"], "groups_": None}
+    for name in _MASKER_ARRAYS:
+        fitted[name] = _array(tensors, f"masker_.{name}", (n_features,), "f")
+    if masker.groups is not None:
+        fitted["groups_"] = _array(tensors, "masker_.groups_", (n_features,), "i")
+        if fitted["groups_"].min(initial=0) < 0 or fitted["groups_"].max(initial=0) >= state["n_groups_"]:
+            raise ValueError("The file's feature groups do not match its number of groups.")
+    # What Masker.fit sets, with the cache of device copies it starts empty.
+    vars(masker).update(fitted, _tensors={})
+    return masker
+
+
+def _spec_state(spec, tensors):
+    tensors["output_spec_.center"] = torch.from_numpy(np.array(spec.center, dtype=np.float64))
+    tensors["output_spec_.scale"] = torch.from_numpy(np.array(spec.scale, dtype=np.float64))
+    return {
+        "kinds": list(spec.kinds),
+        "blocks": [list(block) for block in spec.blocks],
+        "classes": _encode(spec.classes, "the output spec's classes"),
+        "target": spec.target,
+    }
+
+
+def _load_spec(state, tensors):
+    if not isinstance(state, dict):
+        raise ValueError("The file's output spec should be a JSON object.")
+    try:
+        kinds = tuple(str(kind) for kind in state["kinds"])
+        blocks = tuple((int(start), int(stop)) for start, stop in state["blocks"])
+        target = state["target"]
+        classes = _decode(state["classes"], "output spec's classes")
+        spec = OutputSpec(kinds, blocks, classes=classes, target=target)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"The file's output spec is invalid ({exc}).") from None
+    n_columns = spec.n_columns
+    return OutputSpec(
+        spec.kinds, spec.blocks, classes=spec.classes, target=spec.target,
+        center=_array(tensors, "output_spec_.center", (n_columns,), "f"),
+        scale=_array(tensors, "output_spec_.scale", (n_columns,), "f"),
+    )
+
+
+def _array(tensors, name, shape, kind):
+    if name not in tensors:
+        raise ValueError(f"The file lacks the tensor {name!r}.")
+    array = tensors[name].numpy()
+    if array.shape != shape or array.dtype.kind != kind:
+        raise ValueError(
+            f"The file's tensor {name!r} has shape {array.shape} and dtype {array.dtype}; "
+            f"expected shape {shape}."
+        )
+    return array
+
+
+def _attach(black_box, estimator):
+    if black_box is None:
+        return None
+    black_box = as_black_box(black_box)
+    n_features = getattr(black_box.model, "n_features_in_", None)
+    if n_features is not None and n_features != estimator.n_features_in_:
+        raise ValueError(
+            f"The black box takes {n_features} features, but the {type(estimator).__name__} "
+            f"was fitted on {estimator.n_features_in_}."
+        )
+    spec = black_box.spec
+    if spec is not None and (spec.kinds, spec.blocks) != (
+        estimator.output_spec_.kinds, estimator.output_spec_.blocks
+    ):
+        raise ValueError(
+            f"The black box's outputs {spec.kinds} do not match those the "
+            f"{type(estimator).__name__} was fitted on, {estimator.output_spec_.kinds}."
+        )
+    return black_box
+
+
+# Networks
+# --------
+
+
+def _module_names(net):
+    """Names of the net's torch modules and criteria, as skorch tracks them."""
+    return [*net._modules, *net._criteria]
+
+
+def _load_net(estimator, state, tensors, device, path):
+    """The estimator's net, built by its ``_build_net`` and holding the stored weights."""
+    if not isinstance(state, dict):
+        raise ValueError("The file's net description should be a JSON object.")
+    try:
+        selector_in_features = int(state["selector_in_features"])
+        input_shape = tuple(int(size) for size in state["input_shape"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"The file's net description is invalid ({exc}).") from None
+    problem = Problem(
+        n_features=estimator.n_features_in_,
+        input_shape=input_shape,
+        masker=estimator.masker_,
+        output_spec=estimator.output_spec_,
+        black_box=estimator.black_box_,
+    )
+    # The modules draw initial weights that the stored ones replace: the caller's torch
+    # random state is left as it was. The seed and the sample count only configure training.
+    with seeded(0, device) as seed:
+        net = estimator._build_net(
+            problem,
+            selector_in_features=selector_in_features,
+            **estimator._net_params(device, seed, 0),
+        )
+        net.initialize()
+    states = {name: getattr(net, name + "_").state_dict() for name in _module_names(net)}
+    _check_tensor_names(estimator, states, tensors, path)
+    for name, reference in states.items():
+        prefix = f"net_.{name}_."
+        weights = {key: tensors[prefix + key] for key in reference}
+        for key, value in weights.items():
+            if value.shape != reference[key].shape or value.dtype != reference[key].dtype:
+                raise ValueError(
+                    f"The tensor {prefix + key!r} of {path} has shape {tuple(value.shape)} and "
+                    f"dtype {value.dtype}; the network its parameters build expects "
+                    f"{tuple(reference[key].shape)} and {reference[key].dtype}."
+                )
+        getattr(net, name + "_").load_state_dict(weights, strict=True)
+    return net
+
+
+def _check_tensor_names(estimator, states, tensors, path):
+    """Every tensor the rebuilt estimator has is in the file, and no other."""
+    expected = {f"net_.{name}_.{key}" for name, state in states.items() for key in state}
+    expected |= {f"masker_.{name}" for name in _MASKER_ARRAYS}
+    expected |= {"output_spec_.center", "output_spec_.scale"}
+    if estimator.masker_.groups_ is not None:
+        expected.add("masker_.groups_")
+    missing, extra = sorted(expected - set(tensors)), sorted(set(tensors) - expected)
+    if missing or extra:
+        problems = []
+        if missing:
+            problems.append(f"it lacks the tensors {_some(missing)}")
+        if extra:
+            problems.append(f"it holds tensors {_some(extra)} that the estimator does not have")
+        raise ValueError(
+            f"The tensors of {path} do not match the {type(estimator).__name__} its parameters "
+            f"build: {'; '.join(problems)}."
+        )
+
+
+def _some(names, limit=10):
+    shown = ", ".join(repr(name) for name in names[:limit])
+    return f"[{shown}{', ...' if len(names) > limit else ''}]"
