@@ -214,7 +214,8 @@ def check_outputs(y, n_samples, spec=None):
     _check_length(y_arr, n_samples)
     if y_arr.dtype.kind in "fc":
         _numeric(y_arr)
-    target_type = type_of_target(y_arr) if y_arr.dtype.kind in "biufOUS" else "unknown"
+    with np.errstate(invalid="ignore"):  # its integer test casts values beyond int64
+        target_type = type_of_target(y_arr) if y_arr.dtype.kind in "biufOUS" else "unknown"
     if y_arr.ndim == 1:
         if target_type in ("binary", "multiclass"):
             onehot, classes = _one_hot(y_arr)
