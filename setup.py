@@ -34,6 +34,7 @@ setup(
         "scikit-learn>=1.6",
         "skorch",
         "torch",
+        "safetensors",
         "joblib",
         "tqdm",
     ],

@@ -524,6 +524,8 @@ def _run_explain(args):
                               "loads an explainer fitted already.")
     else:
         method, cls = _method(args.method)
+    for path in (args.out, args.scores, args.save_explainer):
+        _check_folder(path)
     model = _load_model(args.model)
     names, X = _read_csv(args.data, header=args.header)
     n_rows, n_features = X.shape
@@ -610,10 +612,10 @@ def _save_explainer(explainer, path):
     save = sk_sointer.save
     try:
         save(explainer, path)
-    except OSError as exc:
-        raise _InputError(f"cannot write {path!r}: {exc.strerror or exc}.") from None
-    except (TypeError, ValueError) as exc:
-        raise _InputError(f"cannot save the explainer to {path!r}: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - the file format's writer has errors of its own
+        raise _InputError(
+            f"cannot save the explainer to {path!r} ({type(exc).__name__}: {_one_line(str(exc))})."
+        ) from None
 
 
 def _load_explainer(path, black_box, device, n_features, data_path):
@@ -649,6 +651,15 @@ def _check_file(path, what):
         raise _InputError(f"{what} file {path!r} does not exist.")
     if not os.path.isfile(path):
         raise _InputError(f"{what} path {path!r} is not a file.")
+
+
+def _check_folder(path):
+    """Refuse an output path whose folder is missing before any time goes into fitting."""
+    if path is None:
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise _InputError(f"cannot write {path!r}: the folder {folder!r} does not exist.")
 
 
 def _load_model(path):

@@ -72,9 +72,9 @@ def save(estimator, path):
 
     The file is a safetensors file: the networks' weights and the masker's arrays as
     tensors, and the parameters and the rest of the fitted state as a JSON document in
-    its metadata (see the module's description). Unlike a pickle, it can be loaded from
-    a source one does not trust. The black box is not stored: pass it to :func:`load`
-    to score post-hoc fidelity again.
+    its metadata (see Notes). Unlike a pickle, it can be loaded from a source one does
+    not trust. The black box is not stored: pass it to :func:`load` to score post-hoc
+    fidelity again.
 
     Parameters
     ----------
@@ -100,13 +100,29 @@ def save(estimator, path):
     --------
     load : Rebuild the estimator from the file.
 
+    Notes
+    -----
+    The tensors are named by their attribute path on the estimator: every network's
+    ``state_dict`` (``net_.module_.0.weight``, ``net_.approximator_.0.weight``, ...), the
+    masker's ``masker_.mean_``, ``masker_.scale_``, ``masker_.baseline_``,
+    ``masker_.baseline_scaled_`` (and ``masker_.groups_`` with feature groups), and
+    ``output_spec_.center`` and ``output_spec_.scale``. The metadata entry
+    ``"sk_sointer"`` is a JSON object with the keys ``format_version``,
+    ``sk_sointer_version``, ``class``, ``params`` (``get_params(deep=False)``),
+    ``attributes`` (the other fitted attributes, such as ``n_features_in_``), ``masker``,
+    ``output_spec`` (kinds, blocks, classes, target) and ``net`` (the widths the
+    networks were built for). A network factory is written as ``{"factory": "MLP",
+    "params": {...}}``; tuples, arrays, dicts, torch optimizer classes and ``RandomState``
+    instances as one-key objects named after their type.
+
     Examples
     --------
     >>> import os, tempfile
     >>> import numpy as np
     >>> from sk_sointer import L2XExplainer, load, save
     >>> X = np.random.RandomState(0).randn(100, 4).astype(np.float32)
-    >>> expl = L2XExplainer(k=1, max_epochs=2, random_state=0).fit(X, X[:, 0] > 0)
+    >>> expl = L2XExplainer(k=1, max_epochs=2, device="cpu", random_state=0)
+    >>> expl = expl.fit(X, X[:, 0] > 0)
     >>> with tempfile.TemporaryDirectory() as folder:
     ...     path = os.path.join(folder, "l2x.safetensors")
     ...     save(expl, path)
@@ -192,7 +208,8 @@ def load(path, *, device="cpu", black_box=None):
     >>> from sk_sointer import RealXExplainer, load, save
     >>> X = np.random.RandomState(0).randn(200, 4).astype(np.float32)
     >>> model = LogisticRegression().fit(X, X[:, 0] > 0)
-    >>> expl = RealXExplainer(k=1, max_epochs=3, predictor_epochs=2, random_state=0)
+    >>> expl = RealXExplainer(k=1, max_epochs=3, predictor_epochs=2, device="cpu",
+    ...                       random_state=0)
     >>> expl = expl.fit(X, black_box=model)
     >>> with tempfile.TemporaryDirectory() as folder:
     ...     path = os.path.join(folder, "realx.safetensors")
@@ -208,7 +225,7 @@ def load(path, *, device="cpu", black_box=None):
     for name, value in _attributes(doc).items():
         setattr(estimator, name, value)
     if "output_config" in doc:
-        estimator._sklearn_output_config = _decode(doc["output_config"], "output_config")
+        estimator._sklearn_output_config = _output_config(doc["output_config"])
     tensors = load_file(path)
     estimator.masker_ = _load_masker(estimator, doc.get("masker"), tensors)
     estimator.output_spec_ = _load_spec(doc.get("output_spec"), tensors)
@@ -336,6 +353,8 @@ def _unstorable(value, where):
     elif where == "parameter 'train_split'":
         hint = (" The split only acts in training: set_params(train_split=None) before "
                 "saving leaves what the estimator explains and scores unchanged.")
+    elif hasattr(value, "__array__"):
+        hint = " Give it as a numpy array or a list (set_params) before saving."
     elif callable(value):
         hint = (f" Code cannot be stored as data: of the network factories, only the "
                 f"package's own ({', '.join(_FACTORIES)}) can be saved, and of the "
@@ -378,7 +397,9 @@ def _decode(obj, where):
             return _OPTIMIZERS[obj["optimizer"]]
         if keys == {"random_state"} and isinstance(obj["random_state"], dict):
             return _decode_random_state(obj["random_state"], where)
-    raise ValueError(f"The file's {where} hold {obj!r}, which is not a value sk_sointer.save writes.")
+    raise ValueError(
+        f"The file's {where} hold {obj!r}, which is not a value sk_sointer.save writes."
+    )
 
 
 def _decode_object(obj, where):
@@ -400,7 +421,9 @@ def _decode_array(obj, where):
     if not isinstance(items, list) or not all(
         isinstance(item, (str, bool, int, float)) for item in items
     ):
-        raise ValueError(f"The file's {where} hold an array whose items are not numbers or strings.")
+        raise ValueError(
+            f"The file's {where} hold an array whose items are not numbers or strings."
+        )
     try:
         return np.array(items, dtype=dtype).reshape(shape)
     except (TypeError, ValueError, OverflowError) as exc:
@@ -431,6 +454,15 @@ def _decode_random_state(state, where):
     except (KeyError, TypeError, ValueError, OverflowError) as exc:
         raise ValueError(f"The file's {where} hold an invalid RandomState ({exc}).") from None
     return generator
+
+
+def _output_config(obj):
+    config = _decode(obj, "set_output configuration")
+    if not isinstance(config, dict) or not all(
+        isinstance(key, str) and isinstance(value, str) for key, value in config.items()
+    ):
+        raise ValueError("The file's set_output configuration should map names to strings.")
+    return config
 
 
 def _is_fitted_attribute(name):
@@ -485,8 +517,8 @@ def _load_masker(estimator, state, tensors):
     for name in _MASKER_ARRAYS:
         fitted[name] = _array(tensors, f"masker_.{name}", (n_features,), "f")
     if masker.groups is not None:
-        fitted["groups_"] = _array(tensors, "masker_.groups_", (n_features,), "i")
-        if fitted["groups_"].min(initial=0) < 0 or fitted["groups_"].max(initial=0) >= state["n_groups_"]:
+        groups = fitted["groups_"] = _array(tensors, "masker_.groups_", (n_features,), "i")
+        if groups.min(initial=0) < 0 or groups.max(initial=0) >= state["n_groups_"]:
             raise ValueError("The file's feature groups do not match its number of groups.")
     # What Masker.fit sets, with the cache of device copies it starts empty.
     vars(masker).update(fitted, _tensors={})

@@ -380,6 +380,7 @@ class BaseExplainer(
         score : float
         """
         masks = self.transform(X)
+        rows = X  # with its column names, for predict_masked's own validation
         X = self._validate_transform_input(X)
         spec = self.output_spec_
         if self.black_box_ is not None:
@@ -392,7 +393,7 @@ class BaseExplainer(
                 "box's outputs on X as y (or fit it with the model to score post-hoc fidelity)."
             )
         targets = spec.encode(y, X.shape[0])
-        return output_agreement(targets, self.predict_masked(X, masks), spec)
+        return output_agreement(targets, self.predict_masked(rows, masks), spec)
 
     # -- helpers -------------------------------------------------------------------------
 
