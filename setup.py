@@ -39,7 +39,7 @@ setup(
         "tqdm",
     ],
     extras_require={
-        "test": ["pytest", "pandas"],
+        "test": ["pytest", "pandas", "hypothesis"],
         "bench": ["shap", "lime", "captum", "pandas"],
         "plot": ["matplotlib"],
     },
