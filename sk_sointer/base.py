@@ -291,7 +291,9 @@ class BaseExplainer(
             :func:`~sk_sointer.as_black_box` for what qualifies).
         black_box : model, default=None
             The model, given by keyword. Use this form with cross-validation tools, which
-            would otherwise try to split the model like an array of outputs.
+            would otherwise try to split the model like an array of outputs. Those tools
+            refuse a ``Pipeline`` here before the explainer sees it (it has a length):
+            pass ``as_black_box(pipeline)``.
 
         Returns
         -------
