@@ -206,7 +206,7 @@ def _k_defaults_help(methods):
     parts = []
     for name, cls in sorted(methods.items()):
         k = _defaults(cls).get("k")
-        parts.append(f"{name} {k}" if k is not None else
+        parts.append(f"{name} {k}, or every feature of narrower data" if k is not None else
                      f"{name} none: every feature with selection probability above 0.5, so "
                      "the number varies per row")
     return "; ".join(parts)
@@ -376,14 +376,19 @@ def _scaled_predictor_epochs(method, cls, max_epochs, user):
 def _check_networks(explainer, user, n_features):
     """Build each network whose options --param changed once, so that a bad nested value
     is named now rather than failing inside ``fit``."""
+    import torch
+
     from ._networks import build_network
 
     for prefix in sorted({name.split("__", 1)[0] for name in user if "__" in name}):
         names = ", ".join(name for name in user if name.startswith(prefix + "__"))
-        try:
-            build_network(getattr(explainer, prefix), n_features, n_features, (n_features,))
-        except (TypeError, ValueError) as exc:
-            raise _InputError(f"invalid parameter value ({names}): {exc}") from None
+        # The throw-away weights must not draw from the caller's torch generator.
+        with torch.random.fork_rng(devices=[]):
+            try:
+                build_network(getattr(explainer, prefix), n_features, n_features,
+                              (n_features,))
+            except (TypeError, ValueError) as exc:
+                raise _InputError(f"invalid parameter value ({names}): {exc}") from None
 
 
 def _random_masks(counts, n_features, seed):
@@ -573,14 +578,17 @@ def _run_explain(args):
 
 
 def _explain_k(method, cls, k, n_features, data_path, grouped):
-    """-k, or the method's default; checked against the width unless k counts groups."""
+    """-k, or the method's default; checked against the width unless k counts groups
+    (the estimator checks it against the groups then)."""
     if k is None:
         k = _defaults(cls).get("k")
         if k is not None and k > n_features and not grouped:
-            raise _InputError(
-                f"{method} selects k={k} features per row by default but {data_path!r} has "
-                f"{n_features} columns: give -k between 1 and {n_features}."
-            )
+            # A default k beyond the data keeps every feature, as the estimator does; said
+            # here in one line rather than as the estimator's warning.
+            print(f"sk_sointer explain: warning: {method}'s default k={k} is more than the "
+                  f"{n_features} columns of {data_path!r}, so every feature is selected; give "
+                  "-k to select fewer.", file=sys.stderr)
+            k = n_features
     elif k < 1 or (k > n_features and not grouped):
         raise _InputError(f"k should be between 1 and n_features = {n_features}; got {k}.")
     return k

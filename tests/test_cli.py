@@ -1,6 +1,7 @@
 """The command line: ``python -m sk_sointer demo`` and ``explain``, run in-process."""
 
 import csv
+import os
 import re
 
 import joblib
@@ -9,11 +10,52 @@ import pytest
 import torch
 from sklearn.linear_model import LogisticRegression
 
+import sk_sointer
+import sk_sointer.__main__ as cli
 from sk_sointer.__main__ import main
+from sk_sointer.distributions import topk_mask
+from sk_sointer.metrics import posthoc_accuracy
 
 N_ROWS, N_FEATURES = 120, 5
 NAMES = ["a", "b", "c", "d", "e"]
 FAST = ["--max-epochs", "2"]
+
+needs_persist = pytest.mark.skipif(
+    not hasattr(sk_sointer, "save"), reason="sk_sointer.save and load are not there yet"
+)
+
+
+class ColumnStrictModel(LogisticRegression):
+    """A model that fails when called, as one expecting other columns would."""
+
+    def predict_proba(self, X):
+        raise ValueError("columns are missing:\n  'age', 'income'")
+
+
+class ZeroAllergicModel(LogisticRegression):
+    """A model that fails only on rows holding an exact 0, such as masked ones."""
+
+    def predict_proba(self, X):
+        if np.any(np.asarray(X) == 0):
+            raise ZeroDivisionError("a feature is 0")
+        return super().predict_proba(X)
+
+
+class NanModel(LogisticRegression):
+    """A model that answers, but with NaN: its output fails the explainer's validation."""
+
+    def predict_proba(self, X):
+        return np.full((len(X), 2), np.nan)
+
+
+def failing_function(X):
+    raise KeyError("age")
+
+
+def positive_first_feature(X):
+    """A model as a plain function, which declares no number of features."""
+    p = 1 / (1 + np.exp(-np.asarray(X)[:, 0]))
+    return np.column_stack([1 - p, p])
 
 
 @pytest.fixture(autouse=True)
@@ -66,6 +108,32 @@ def run_error(capsys, argv):
     return captured.err
 
 
+def printed_fidelities(out):
+    """The fidelity and the random masks' fidelity from explain's summary line."""
+    fidelity, chance = map(float, re.findall(r": ([0-9.]+)", out)[:2])
+    return fidelity, chance
+
+
+@pytest.fixture
+def built(monkeypatch):
+    """The explainers the CLI builds, in order, to read their parameters after a run."""
+    explainers = []
+    original = cli._build_explainer
+
+    def spy(*args, **kwargs):
+        explainers.append(original(*args, **kwargs))
+        return explainers[-1]
+
+    monkeypatch.setattr(cli, "_build_explainer", spy)
+    return explainers
+
+
+def save_model(path, model, data, columns=N_FEATURES):
+    X, y = data
+    joblib.dump(model.fit(X[:, :columns], y) if hasattr(model, "fit") else model, path)
+    return str(path)
+
+
 # -- demo ----------------------------------------------------------------------------------
 
 def test_demo_reports_ground_truth_metrics(capsys):
@@ -75,7 +143,8 @@ def test_demo_reports_ground_truth_metrics(capsys):
     rank = re.search(r"median rank\s+([0-9.]+)", out)
     assert rank is not None, out
     assert 1.0 <= float(rank.group(1)) <= 10.0
-    assert "optimum (k+1)/2 = 1.50" in out  # xor: k defaults to its 2 true features
+    assert "of the 2 true features (optimum 1.50;" in out  # xor: (2 + 1) / 2
+    assert "(2 of 10 features per row)" in out  # k defaults to the set's 2 true features
     for name in ("TPR", "FDR"):
         percent = float(re.search(rf"{name}\s+([0-9.]+) %", out).group(1))
         assert 0.0 <= percent <= 100.0
@@ -93,6 +162,42 @@ def test_demo_rejects_k_larger_than_the_data(capsys):
 def test_demo_rejects_too_few_samples(capsys):
     err = run_error(capsys, ["demo", "--n-samples", "10"])
     assert "at least 50 rows" in err
+
+
+@pytest.mark.parametrize("method", ["l2x", "realx"])
+def test_demo_runs_every_method_next_to_random_masks(capsys, monkeypatch, built, method):
+    calls = []
+    original = cli._random_mask_fidelity
+
+    def spy(black_box, X, counts, baseline, seed):
+        calls.append((X, counts, baseline, original(black_box, X, counts, baseline, seed)))
+        return calls[-1][-1]
+
+    monkeypatch.setattr(cli, "_random_mask_fidelity", spy)
+    argv = ["demo", "--dataset", "xor", "--n-samples", "300", "--method", method, *FAST]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    (explainer,) = built
+    (X, counts, baseline, chance), = calls
+    assert type(explainer) is cli._methods()[method]
+    # The reference keeps as many random features per row as the explanations of the same
+    # held-out rows, with the explainer's baseline.
+    assert len(X) == 150
+    np.testing.assert_array_equal(counts, explainer.transform(X).sum(axis=1))
+    np.testing.assert_array_equal(baseline, explainer.masker_.baseline_)
+    assert re.search(rf"random masks\s+{chance:.3f}\s", out), out
+    fidelity = float(re.search(r"fidelity\s+([0-9.]+)", out).group(1))
+    assert fidelity == pytest.approx(explainer.score(X), abs=6e-4)
+    if method == "l2x":
+        assert explainer.k == 2 and "random 2-feature masks" in out
+    else:  # REAL-X's own default: the features with selection probability above 0.5
+        assert explainer.k is None and "RealXExplainer(k=None" in out
+        assert explainer.predictor_epochs == 1  # scaled with --max-epochs 2
+
+
+def test_demo_unknown_method(capsys):
+    err = run_error(capsys, ["demo", "--method", "shap", *FAST])
+    assert "unknown --method 'shap'" in err and "realx" in err
 
 
 # -- explain: results ----------------------------------------------------------------------
@@ -140,8 +245,6 @@ def test_explain_fit_rows_still_explains_every_row(capsys, tmp_path, model_path,
 def test_explain_reports_fidelity_next_to_random_masks_with_the_baseline(
     capsys, tmp_path, model_path, csv_path, data
 ):
-    from sk_sointer.metrics import posthoc_accuracy
-
     X = data[0]
     model = joblib.load(model_path)
     out = tmp_path / "masks.csv"
@@ -271,3 +374,342 @@ def test_unknown_device(capsys, model_path, csv_path):
     err = run_error(capsys, ["explain", model_path, csv_path, "-k", "2", "--device", "gpu0",
                              "--out", "m.csv"])
     assert "argument --device" in err and "'gpu0'" in err
+
+
+# -- explain: k and the method's defaults ---------------------------------------------------
+
+def test_l2x_k_defaults_to_the_methods_own(capsys, tmp_path, model_path, csv_path):
+    out = tmp_path / "masks.csv"
+    assert main(["explain", model_path, csv_path, "--out", str(out), *FAST]) == 0
+    masks = np.array(read_csv(out)[1:], dtype=float)
+    np.testing.assert_array_equal(masks.sum(axis=1), sk_sointer.L2XExplainer().k)  # 4
+    assert "(4 of 5 features per row)" in capsys.readouterr().out
+
+
+def test_l2x_default_k_wider_than_the_data_keeps_every_feature(capsys, recwarn, tmp_path,
+                                                                  data):
+    model = save_model(tmp_path / "model.joblib", LogisticRegression(), data, columns=3)
+    path = write_csv(tmp_path / "data.csv", data[0][:, :3].tolist(), header=NAMES[:3])
+    out = tmp_path / "m.csv"
+    assert main(["explain", model, path, "--out", str(out), *FAST]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == (
+        f"sk_sointer explain: warning: l2x's default k=4 is more than the 3 columns of "
+        f"{path!r}, so every feature is selected; give -k to select fewer.\n"
+    )
+    np.testing.assert_array_equal(np.array(read_csv(out)[1:], dtype=float), 1.0)
+    assert "(3 of 3 features per row)" in captured.out
+    assert not [w for w in recwarn if "greater than" in str(w.message)]  # said once, above
+
+
+def test_realx_without_k_thresholds_the_scores(capsys, tmp_path, model_path, csv_path, data):
+    X = data[0]
+    model = joblib.load(model_path)
+    out, scores_out = tmp_path / "masks.csv", tmp_path / "scores.csv"
+    argv = ["explain", model_path, csv_path, "--method", "realx", "--out", str(out),
+            "--scores", str(scores_out), *FAST]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    masks = np.array(read_csv(out)[1:], dtype=float)
+    scores = np.array(read_csv(scores_out)[1:], dtype=np.float32)
+    # k=None: a feature is kept when its selection probability exceeds 0.5.
+    np.testing.assert_array_equal(masks, scores > 0.5)
+    counts = masks.sum(axis=1)
+    fidelity, chance = printed_fidelities(printed)
+    baseline = X.mean(axis=0)
+    assert fidelity == pytest.approx(posthoc_accuracy(model, X, masks, baseline=baseline),
+                                     abs=6e-4)
+    # The reference keeps as many random features in each row as the explanation does.
+    random_masks = cli._random_masks(counts, N_FEATURES, 0)
+    np.testing.assert_array_equal(random_masks.sum(axis=1), counts)
+    assert chance == pytest.approx(posthoc_accuracy(model, X, random_masks, baseline=baseline),
+                                   abs=6e-4)
+    if len(np.unique(counts)) > 1:
+        assert f"({counts.mean():.1f} of 5 features per row on average)" in printed
+        assert "random masks with as many features per row" in printed
+
+
+def test_random_masks_keep_the_given_number_of_features():
+    counts = np.array([0, 1, 3, 5, 2])
+    masks = cli._random_masks(counts, 5, seed=0)
+    np.testing.assert_array_equal(masks.sum(axis=1), counts)
+    np.testing.assert_array_equal(masks, cli._random_masks(counts, 5, seed=0))
+    many = cli._random_masks(np.full(4000, 2), 5, seed=1)
+    # Uniform over features: each is kept in 2/5 of the rows.
+    np.testing.assert_allclose(many.mean(axis=0), 0.4, atol=0.03)
+
+
+# -- explain: --param and epochs -------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("selector__hidden_units=[50,50]", ("selector__hidden_units", [50, 50])),
+        ("lr=1e-3", ("lr", 0.001)),
+        ("batch_size=32", ("batch_size", 32)),
+        ("append_mask=false", ("append_mask", False)),
+        ("groups=null", ("groups", None)),
+        ("schedule=alternating", ("schedule", "alternating")),
+        ("optimizer=\"sgd\"", ("optimizer", "sgd")),
+        ("name=a=b", ("name", "a=b")),
+        ("name=", ("name", "")),
+    ],
+)
+def test_param_values_are_read_as_json_where_they_parse(text, expected):
+    assert cli._param(text) == expected
+
+
+def test_params_reach_the_estimator(tmp_path, built, model_path, csv_path):
+    argv = ["explain", model_path, csv_path, "-k", "2", "--out", str(tmp_path / "m.csv"),
+            "--param", "selector__hidden_units=[7]", "--param", "lr=0.01",
+            "--param", "optimizer=sgd", "--param", "batch_size=32", *FAST]
+    assert main(argv) == 0
+    (explainer,) = built
+    assert (explainer.lr, explainer.optimizer, explainer.batch_size) == (0.01, "sgd", 32)
+    assert explainer.selector.hidden_units == [7]
+    assert explainer.net_.module_[0].out_features == 7  # the selector was built with it
+    assert sk_sointer.L2XExplainer().selector.hidden_units == (100, 100)  # default untouched
+
+
+@pytest.mark.parametrize(
+    "params, expected",
+    [
+        (["hiden_units=3"], "L2XExplainer has no parameter 'hiden_units'"),
+        (["selector__width=3"], "L2XExplainer has no parameter 'selector__width'"),
+        (["lr=-1"], "The 'lr' parameter of L2XExplainer must be"),
+        (["batch_size=many"], "The 'batch_size' parameter of L2XExplainer must be"),
+        (["selector__activation=swish"], "(selector__activation): activation should be one of"),
+        (["k=3"], "set k with -k, not --param"),
+        (["random_state=3"], "set random_state with --random-state, not --param"),
+        (["lr=0.1", "lr=0.2"], "--param lr is given twice"),
+        (["lr"], "argument --param: expected NAME=VALUE; got 'lr'"),
+    ],
+)
+def test_bad_params_are_named(capsys, model_path, csv_path, params, expected):
+    argv = ["explain", model_path, csv_path, "--out", "m.csv", *FAST]
+    for param in params:
+        argv += ["--param", param]
+    err = run_error(capsys, argv)
+    assert expected in err
+    if not expected.startswith("argument"):  # argparse prints its usage first
+        assert err.count("\n") == 1, err
+
+
+def test_realx_max_epochs_scales_predictor_epochs(capsys, tmp_path, built, model_path,
+                                                   csv_path):
+    argv = ["explain", model_path, csv_path, "--method", "realx", "--max-epochs", "50",
+            "--out", str(tmp_path / "m.csv")]
+    assert main(argv) == 0
+    (explainer,) = built
+    defaults = sk_sointer.RealXExplainer()
+    share = defaults.predictor_epochs / defaults.max_epochs  # 100 of 160
+    assert explainer.max_epochs == 50 and explainer.predictor_epochs == round(50 * share) == 31
+    assert len(explainer.net_.history) == 50
+
+
+def test_realx_keeps_predictor_epochs_given_by_param(tmp_path, built, model_path, csv_path):
+    argv = ["explain", model_path, csv_path, "--method", "realx", "--max-epochs", "5",
+            "--param", "predictor_epochs=3", "--out", str(tmp_path / "m.csv")]
+    assert main(argv) == 0
+    assert built[0].predictor_epochs == 3
+
+
+def test_realx_needs_two_epochs(capsys, model_path, csv_path):
+    err = run_error(capsys, ["explain", model_path, csv_path, "--method", "realx",
+                             "--max-epochs", "1", "--out", "m.csv"])
+    assert "--max-epochs should be >= 2; got 1" in err
+
+
+def test_help_says_how_max_epochs_scales_realx(capsys):
+    assert main(["explain", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "realx trains its predictor alone" in text and "(100 of 160 epochs" in text
+
+
+# -- explain: scores and fit rows ------------------------------------------------------------
+
+def test_scores_file_has_the_masks_layout(capsys, tmp_path, model_path, csv_path):
+    out, scores_out = tmp_path / "masks.csv", tmp_path / "scores.csv"
+    argv = ["explain", model_path, csv_path, "-k", "2", "--out", str(out),
+            "--scores", str(scores_out), *FAST]
+    assert main(argv) == 0
+    assert f"and their scores to {scores_out}" in capsys.readouterr().out
+    mask_rows, score_rows = read_csv(out), read_csv(scores_out)
+    assert score_rows[0] == mask_rows[0] == NAMES
+    cells = [cell for row in score_rows[1:] for cell in row]
+    assert all(cell == str(np.float32(cell)) for cell in cells)  # exact float32, shortest
+    scores = np.array(score_rows[1:], dtype=np.float32)
+    assert scores.shape == (N_ROWS, N_FEATURES) and len(np.unique(scores)) > N_FEATURES
+    # The masks are the top 2 of these scores.
+    np.testing.assert_array_equal(topk_mask(scores, 2), np.array(mask_rows[1:], dtype=float))
+
+
+def test_scores_without_header(tmp_path, model_path, data):
+    path = write_csv(tmp_path / "plain.csv", data[0].tolist())
+    scores_out = tmp_path / "scores.csv"
+    argv = ["explain", model_path, path, "-k", "2", "--out", str(tmp_path / "m.csv"),
+            "--scores", str(scores_out), *FAST]
+    assert main(argv) == 0
+    assert np.array(read_csv(scores_out), dtype=float).shape == (N_ROWS, N_FEATURES)
+
+
+def test_fit_rows_are_drawn_at_random(capsys, tmp_path, model_path, csv_path, data):
+    X = data[0]
+    model = joblib.load(model_path)
+    rows = cli._fit_rows(N_ROWS, 60, 3)
+    assert len(np.unique(rows)) == 60 and not np.array_equal(rows, np.arange(60))
+    np.testing.assert_array_equal(rows, cli._fit_rows(N_ROWS, 60, 3))
+    assert not np.array_equal(rows, cli._fit_rows(N_ROWS, 60, 4))
+    assert cli._fit_rows(N_ROWS, N_ROWS, 3) is None  # all rows
+
+    out = tmp_path / "masks.csv"
+    argv = ["explain", model_path, csv_path, "-k", "2", "--fit-rows", "60",
+            "--random-state", "3", "--out", str(out), *FAST]
+    assert main(argv) == 0
+    fidelity, chance = printed_fidelities(capsys.readouterr().out)
+    masks = np.array(read_csv(out)[1:], dtype=float)
+    # Fidelity is measured on the drawn rows, left-out features at the drawn rows' mean.
+    X_fit, baseline = X[rows], X[rows].mean(axis=0)
+    expected = posthoc_accuracy(model, X_fit, masks[rows], baseline=baseline)
+    assert fidelity == pytest.approx(expected, abs=6e-4)
+    first = posthoc_accuracy(model, X[:60], masks[:60], baseline=X[:60].mean(axis=0))
+    assert abs(first - expected) > 1e-3  # the first 60 rows would have read otherwise
+    reference = posthoc_accuracy(model, X_fit, cli._random_masks(np.full(60, 2), 5, 3),
+                                 baseline=baseline)
+    assert chance == pytest.approx(reference, abs=6e-4)
+
+
+# -- explain: errors inside the model -------------------------------------------------------
+
+@pytest.mark.parametrize(
+    "model, expected",
+    [
+        (ColumnStrictModel(), "the model ColumnStrictModel() raised ValueError: columns are "
+                              "missing: 'age', 'income'"),
+        (failing_function, "raised KeyError: 'age'"),
+    ],
+)
+def test_a_failing_model_is_one_line_and_exit_1(capsys, tmp_path, csv_path, data, model,
+                                                expected):
+    path = save_model(tmp_path / "model.joblib", model, data)
+    argv = ["explain", path, csv_path, "-k", "2", "--out", str(tmp_path / "m.csv"), *FAST]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("sk_sointer explain: error: the model ")
+    assert expected in err and err.count("\n") == 1, err
+    if model is failing_function:
+        assert "the model <function failing_function" in err
+
+
+def test_a_model_failing_on_masked_rows_is_exit_1(capsys, tmp_path, csv_path, data):
+    # Fitting needs only the full rows; the fidelity puts zeros into the left-out features.
+    path = save_model(tmp_path / "model.joblib", ZeroAllergicModel(), data)
+    out = tmp_path / "m.csv"
+    argv = ["explain", path, csv_path, "-k", "2", "--baseline", "zero", "--out", str(out),
+            *FAST]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "ZeroAllergicModel() raised ZeroDivisionError: a feature is 0" in err
+    assert not out.exists()
+
+
+def test_debug_prints_the_models_traceback(capsys, tmp_path, csv_path, data):
+    path = save_model(tmp_path / "model.joblib", failing_function, data)
+    argv = ["explain", path, csv_path, "-k", "2", "--out", str(tmp_path / "m.csv"),
+            "--debug", *FAST]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("Traceback") and 'raise KeyError("age")' in err
+    assert err.splitlines()[-1].endswith("raised KeyError: 'age'")
+
+
+def test_an_invalid_model_output_stays_bad_input(capsys, tmp_path, csv_path, data):
+    path = save_model(tmp_path / "model.joblib", NanModel(), data)
+    err = run_error(capsys, ["explain", path, csv_path, "-k", "2",
+                             "--out", str(tmp_path / "m.csv"), *FAST])
+    assert "NaN or infinite outputs" in err
+
+
+# -- explain: saved explainers ---------------------------------------------------------------
+
+@needs_persist
+@pytest.mark.parametrize("method", ["l2x", "realx"])
+def test_saved_explainer_explains_without_fitting(capsys, monkeypatch, tmp_path, model_path,
+                                                  csv_path, method):
+    saved = str(tmp_path / "explainer.safetensors")
+    first = {"out": tmp_path / "m1.csv", "scores": tmp_path / "s1.csv"}
+    argv = ["explain", model_path, csv_path, "--method", method, "--out", str(first["out"]),
+            "--scores", str(first["scores"]), "--save-explainer", saved, *FAST]
+    assert main(argv) == 0
+    fitted = printed_fidelities(capsys.readouterr().out)
+
+    def no_fit(self, *args, **kwargs):
+        raise AssertionError("--explainer must not fit")
+
+    monkeypatch.setattr(sk_sointer.base.BaseExplainer, "fit", no_fit)
+    second = {"out": tmp_path / "m2.csv", "scores": tmp_path / "s2.csv"}
+    argv = ["explain", model_path, csv_path, "--explainer", saved,
+            "--out", str(second["out"]), "--scores", str(second["scores"])]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert read_csv(second["out"]) == read_csv(first["out"])
+    assert read_csv(second["scores"]) == read_csv(first["scores"])
+    assert printed_fidelities(printed) == fitted  # both measured on all 120 rows
+    assert f"fidelity on the {N_ROWS} rows" in printed
+
+
+@pytest.mark.parametrize(
+    "extra, named",
+    [
+        (["--method", "realx"], "--method"),
+        (["-k", "2"], "-k"),
+        (["--param", "lr=0.1"], "--param"),
+        (["--max-epochs", "3"], "--max-epochs"),
+        (["--fit-rows", "10", "--baseline", "zero"], "--baseline, --fit-rows"),
+        (["--save-explainer", "again.safetensors"], "--save-explainer"),
+    ],
+)
+def test_explainer_refuses_fitting_options(capsys, model_path, csv_path, extra, named):
+    err = run_error(capsys, ["explain", model_path, csv_path, "--explainer", "x.safetensors",
+                             "--out", "m.csv", *extra])
+    assert f"{named} cannot be used with --explainer" in err
+
+
+def test_missing_explainer_file(capsys, tmp_path, model_path, csv_path):
+    err = run_error(capsys, ["explain", model_path, csv_path, "--out", "m.csv",
+                             "--explainer", str(tmp_path / "none.safetensors")])
+    assert "explainer file" in err and "does not exist" in err
+
+
+@needs_persist
+def test_unreadable_explainer_file(capsys, tmp_path, model_path, csv_path):
+    bad = tmp_path / "bad.safetensors"
+    bad.write_bytes(b"not a safetensors file")
+    err = run_error(capsys, ["explain", model_path, csv_path, "--out", "m.csv",
+                             "--explainer", str(bad)])
+    assert f"cannot load an explainer from {str(bad)!r}" in err
+
+
+@needs_persist
+def test_saved_explainer_of_another_width(capsys, tmp_path, model_path, csv_path, data):
+    saved = str(tmp_path / "explainer.safetensors")
+    argv = ["explain", model_path, csv_path, "-k", "2", "--out", str(tmp_path / "m.csv"),
+            "--save-explainer", saved, *FAST]
+    assert main(argv) == 0
+    model = save_model(tmp_path / "four.joblib", positive_first_feature, data)
+    path = write_csv(tmp_path / "four.csv", data[0][:, :4].tolist(), header=NAMES[:4])
+    err = run_error(capsys, ["explain", model, path, "--explainer", saved,
+                             "--out", str(tmp_path / "m.csv")])
+    assert "was fitted on 5 features" in err and "has 4 columns" in err
+
+
+@needs_persist
+def test_unwritable_saved_explainer(capsys, tmp_path, model_path, csv_path):
+    saved = str(tmp_path / "explainer.safetensors")
+    folder = str(tmp_path / "no_such_dir")
+    argv = ["explain", model_path, csv_path, "-k", "2", "--out", str(tmp_path / "m.csv"), *FAST]
+    err = run_error(capsys, [*argv, "--save-explainer", os.path.join(folder, "e.safetensors")])
+    assert f"the folder {folder!r} does not exist" in err
+    os.mkdir(saved)  # a folder where the file should go
+    err = run_error(capsys, [*argv, "--save-explainer", saved])
+    assert f"cannot save the explainer to {saved!r}" in err
