@@ -55,6 +55,12 @@ train_split : float, callable or None, default=None
     "device": """\
 device : {"auto", "cpu", "cuda"} or str, default="auto"
     Torch device; ``"auto"`` uses CUDA when it is available.""",
+    "data_on_device": """\
+data_on_device : bool, default=True
+    Copy the training rows to the training device once per fit and take every batch
+    from there (fast on a GPU); ``False`` keeps them in host memory and copies each batch,
+    for data larger than the device's memory (which is also the fallback, with a warning,
+    when the copy runs out of memory).""",
     "random_state": """\
 random_state : int, RandomState instance or None, default=None
     Pass an int for reproducible training. Torch's global random state is restored after

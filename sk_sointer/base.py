@@ -34,11 +34,10 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from skorch.callbacks import Callback, ProgressBar
 from skorch.dataset import ValidSplit
-from torch.utils.data import DataLoader
 
 from ._masking import Masker
 from ._outputs import OutputSpec, check_outputs, output_agreement
-from ._utils import in_chunks, resolve_device, seeded
+from ._utils import INFERENCE_CHUNK, in_chunks, resolve_device, seeded
 from .black_box import BlackBox, as_black_box
 from .distributions import topk_mask
 
@@ -116,6 +115,7 @@ class _SkorchEstimatorMixin:
         "train_split": [Interval(Real, 0, 1, closed="neither"), callable, None],
         "baseline": [StrOptions({"mean", "zero"}), Real, "array-like"],
         "device": [StrOptions({"auto", "cpu", "cuda"}), str],
+        "data_on_device": ["boolean"],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -198,8 +198,7 @@ class _SkorchEstimatorMixin:
             "optimizer": _OPTIMIZERS.get(self.optimizer, self.optimizer),
             "optimizer__weight_decay": self.weight_decay,
             "device": device,
-            "iterator_train": _TrainLoader,
-            "iterator_train__shuffle": True,
+            "data_on_device": self.data_on_device,
             "train_split": self._train_split(seed),
             "callbacks": list(self.callbacks or []),
             "verbose": int(self.verbose >= 2),
@@ -316,7 +315,7 @@ class BaseExplainer(
         scores : ndarray of shape (n_samples, n_features), float32
         """
         X = self._validate_transform_input(X)
-        return self.masker_.expand(self._scores(X).numpy())
+        return self._explain_rows(X, self._scores_of, np.float32)
 
     def transform(self, X):
         """k-hot masks of the features the black box relied on, one row per sample.
@@ -334,8 +333,7 @@ class BaseExplainer(
             0/1 values in the dtype of ``X`` (float32 or float64).
         """
         X = self._validate_transform_input(X)
-        masks = self.masker_.expand(self._masks_from_scores(self._scores(X)))
-        return np.asarray(masks, dtype=X.dtype)
+        return self._explain_rows(X, self._masks_of, X.dtype)
 
     def predict_masked(self, X, masks):
         """The method's own judge of masks (approximator or predictor) on ``m(x, mask)``.
@@ -403,29 +401,53 @@ class BaseExplainer(
         check_is_fitted(self)
         return validate_data(self, X, dtype=[np.float32, np.float64], reset=False)
 
-    def _scores(self, X):
-        """Per-group scores (CPU float tensor) of raw rows ``X``."""
+    def _explain_rows(self, X, finish, dtype):
+        """``finish(scores)`` for the selector's per-group scores of raw rows ``X``, one
+        chunk of rows at a time, written into one preallocated array.
+
+        Standardisation, the selector and ``finish`` run per chunk, so memory beyond the
+        input and the output stays bounded by the chunk for any number of rows.
+        """
         # The selector runs in evaluation mode: batch statistics must not depend on which
         # rows are explained together.
         self.net_.module_.eval()
         device = self._inference_device()
-        X_scaled = self.masker_.standardize(X)
-        net_input = self._selector_input(X_scaled, X)
-
-        def scores(rows):
+        out = np.empty(X.shape, dtype=dtype)
+        for start in range(0, X.shape[0], INFERENCE_CHUNK):
+            rows = X[start : start + INFERENCE_CHUNK]
+            net_input = self._selector_input(self.masker_.standardize(rows), rows)
             with torch.inference_mode():
-                return self._selector_scores(torch.as_tensor(rows).to(device)).float().cpu()
+                scores = self._selector_scores(torch.as_tensor(net_input).to(device))
+                out[start : start + len(rows)] = finish(scores)
+        return out
 
-        return in_chunks(scores, net_input)
+    def _scores_of(self, scores):
+        """Feature-level scores (ndarray) from a chunk's per-group scores."""
+        return self.masker_.expand(scores.float().cpu().numpy())
+
+    def _masks_of(self, scores):
+        """Feature-level 0/1 masks (ndarray) from a chunk's per-group scores."""
+        group_masks = self._masks_from_scores(scores)
+        if isinstance(group_masks, torch.Tensor):
+            group_masks = self.masker_.expand(group_masks.bool()).cpu().numpy()
+            return group_masks
+        return self.masker_.expand(group_masks)
 
     def _masks_from_scores(self, scores):
-        """0/1 masks over groups (ndarray) from the scores of :meth:`_scores`."""
+        """0/1 masks over groups from a chunk of per-group scores (a tensor on the
+        selector's device): the top-k, or the scores above ``_threshold`` with ``k=None``.
+
+        On an accelerator the masks are made there, so that only they travel back; on the
+        CPU NumPy's partition is the faster top-k.
+        """
         # ``k`` as it is now: a selector's scores do not depend on it, so setting k after
         # fit changes only how scores become masks.
         k = getattr(self, "k", None)
+        if scores.device.type == "cpu":
+            scores = scores.float().numpy()
         if k is None:
-            return (scores.numpy() > self._threshold).astype(np.float32)
-        return topk_mask(scores.numpy(), min(k, self.masker_.n_groups_))
+            return scores > self._threshold
+        return topk_mask(scores, min(k, self.masker_.n_groups_))
 
     def _inference_device(self):
         param = next(self.net_.module_.parameters(), None)
@@ -436,27 +458,6 @@ class BaseExplainer(
         tags.target_tags.required = True
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
-
-
-class _TrainLoader(DataLoader):
-    """skorch's training loader, without a last batch of a single row.
-
-    When the training rows (after any validation split) leave one row over, that batch
-    would break batch normalisation ("more than 1 value per channel"); the row is trained
-    on in other epochs, since the order is shuffled every epoch.
-    """
-
-    def __iter__(self):
-        n_batches = len(self)
-        for i, batch in enumerate(super().__iter__()):
-            if i == n_batches - 1 and n_batches > 1 and _batch_rows(batch) == 1:
-                return
-            yield batch
-
-
-def _batch_rows(batch):
-    first = batch[0] if isinstance(batch, (tuple, list)) else batch
-    return len(first)
 
 
 class _EpochProgress(Callback):

@@ -211,7 +211,7 @@ def digits():
 def test_groups_on_digit_patches(digits, make):
     X, model, patches = digits
     expl = make(patches).fit(X, black_box=model)
-    assert expl.masker_.n_groups_ == 16 and expl._scores(X[:2]).shape == (2, 16)
+    assert expl.masker_.n_groups_ == 16 and expl.net_.module_[-1].out_features == 16
     masks = expl.transform(X)
     scores = expl.explain(X)
     assert masks.shape == scores.shape == (600, 64)

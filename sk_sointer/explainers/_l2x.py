@@ -105,6 +105,8 @@ class L2XExplainer(BaseExplainer):
 
     %(device)s
 
+    %(data_on_device)s
+
     %(random_state)s
         It seeds weight initialisation, shuffling and the relaxation's noise.
 
@@ -188,6 +190,7 @@ class L2XExplainer(BaseExplainer):
         callbacks=None,
         train_split=None,
         device="auto",
+        data_on_device=True,
         random_state=None,
         verbose=0,
     ):
@@ -205,6 +208,7 @@ class L2XExplainer(BaseExplainer):
         self.callbacks = callbacks
         self.train_split = train_split
         self.device = device
+        self.data_on_device = data_on_device
         self.random_state = random_state
         self.verbose = verbose
 

@@ -15,10 +15,15 @@ they all share, so that a method's module holds its maths and little else:
 - :meth:`predict_masked`, the judge's outputs on masked rows in the black box's scale.
 """
 
+import math
+import warnings
+
+import numpy as np
 import torch
 from skorch import NeuralNet
-from skorch.dataset import unpack_data
+from skorch.dataset import Dataset, unpack_data
 from skorch.utils import to_tensor
+from torch.utils.data import Subset
 
 from .._networks import build_network
 from .._outputs import OutputLoss, output_values
@@ -42,6 +47,9 @@ class SelectorJudgeNet(NeuralNet):
         Width of what the selector sees; default: the number of features.
     input_shape : tuple, default=None
         Shape of one input row, passed to factories that accept it.
+    data_on_device : bool, default=True
+        Move the training rows to the net's device once per fit and slice batches there;
+        ``False`` keeps them on the host and copies every batch.
     **kwargs
         skorch's own parameters, and one factory per name in ``judges``.
     """
@@ -54,7 +62,7 @@ class SelectorJudgeNet(NeuralNet):
     selector = True
 
     def __init__(self, module, *, masker, output_spec, append_mask=False,
-                 selector_in_features=None, input_shape=None, **kwargs):
+                 selector_in_features=None, input_shape=None, data_on_device=True, **kwargs):
         for name in self.judges:
             setattr(self, name, kwargs.pop(name))
         self.masker = masker
@@ -62,6 +70,7 @@ class SelectorJudgeNet(NeuralNet):
         self.append_mask = append_mask
         self.selector_in_features = selector_in_features
         self.input_shape = input_shape
+        self.data_on_device = data_on_device
         super().__init__(module, criterion=OutputLoss, criterion__spec=output_spec, **kwargs)
 
     @property
@@ -110,6 +119,26 @@ class SelectorJudgeNet(NeuralNet):
             param.grad = grad  # replaces, so nothing from a previous step accumulates
         optimizer.step()
 
+    def get_iterator(self, dataset, training=False):
+        """Batches sliced from whole tensors (see :class:`_IndexBatches`) when the dataset
+        holds arrays, skorch's DataLoader otherwise."""
+        tensors = _dataset_tensors(dataset)
+        if tensors is None:
+            return super().get_iterator(dataset, training=training)
+        X, y = tensors
+        if self.data_on_device:
+            try:
+                X, y = X.to(self.device), y.to(self.device)
+            except torch.OutOfMemoryError:
+                warnings.warn(
+                    f"The training rows do not fit in {self.device}'s memory; they stay on "
+                    "the host and each batch is copied (set data_on_device=False to skip "
+                    "the attempt).",
+                    UserWarning,
+                )
+                X, y = tensors
+        return _IndexBatches(X, y, self.batch_size, shuffle=training, skip_single_last=training)
+
     def batch_tensors(self, batch):
         """``(X, targets)`` of a batch as tensors on the net's device."""
         X, targets = unpack_data(batch)
@@ -142,3 +171,56 @@ class SelectorJudgeNet(NeuralNet):
         with torch.inference_mode():
             raw = self.judge_raw(X.to(device), feature_masks.to(device))
             return output_values(raw, self.output_spec)
+
+
+class _IndexBatches:
+    """Mini-batches sliced from two aligned tensors by shuffled index blocks.
+
+    skorch's default path indexes a dataset row by row and collates every batch; slicing
+    whole tensors (resident on the training device) does the same in one gather per batch.
+    The random draws are those of torch's ``DataLoader(shuffle=True)`` on the global
+    generator, so a fit gives the same batches through either path. In training, a last
+    batch of a single row is skipped: batch normalisation cannot normalise one row, and
+    the row is trained on in other epochs, the order being shuffled every epoch.
+    """
+
+    def __init__(self, X, y, batch_size, *, shuffle, skip_single_last):
+        self.X, self.y = X, y
+        self.batch_size = batch_size
+        self.shuffle = shuffle
+        self.skip_single_last = skip_single_last
+
+    def __len__(self):
+        return math.ceil(len(self.X) / self.batch_size)
+
+    def __iter__(self):
+        n_rows = len(self.X)
+        torch.empty((), dtype=torch.int64).random_()  # the DataLoader iterator's base seed
+        order = None
+        if self.shuffle:
+            generator = torch.Generator()
+            generator.manual_seed(int(torch.empty((), dtype=torch.int64).random_().item()))
+            order = torch.randperm(n_rows, generator=generator).to(self.X.device)
+        for start in range(0, n_rows, self.batch_size):
+            stop = min(start + self.batch_size, n_rows)
+            if self.skip_single_last and start > 0 and stop - start == 1:
+                return
+            if order is None:
+                yield self.X[start:stop], self.y[start:stop]
+            else:
+                index = order[start:stop]
+                yield self.X[index], self.y[index]
+
+
+def _dataset_tensors(dataset):
+    """``(X, y)`` tensors of a skorch dataset of arrays (or a subset of one), else None."""
+    if isinstance(dataset, Subset):
+        inner = _dataset_tensors(dataset.dataset)
+        if inner is None:
+            return None
+        index = torch.as_tensor(np.asarray(dataset.indices), dtype=torch.long)
+        return inner[0][index], inner[1][index]
+    if (type(dataset) is Dataset and isinstance(dataset.X, np.ndarray)
+            and isinstance(dataset.y, np.ndarray)):
+        return torch.as_tensor(dataset.X), torch.as_tensor(dataset.y)
+    return None

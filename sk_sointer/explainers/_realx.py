@@ -224,6 +224,8 @@ class RealXExplainer(BaseExplainer):
 
     %(device)s
 
+    %(data_on_device)s
+
     %(random_state)s
         It seeds weight initialisation, shuffling, the random masks and REBAR's noise.
 
@@ -334,6 +336,7 @@ class RealXExplainer(BaseExplainer):
         callbacks=None,
         train_split=None,
         device="auto",
+        data_on_device=True,
         random_state=None,
         verbose=0,
     ):
@@ -355,6 +358,7 @@ class RealXExplainer(BaseExplainer):
         self.callbacks = callbacks
         self.train_split = train_split
         self.device = device
+        self.data_on_device = data_on_device
         self.random_state = random_state
         self.verbose = verbose
 

@@ -69,6 +69,8 @@ class EvalXEvaluator(_SkorchEstimatorMixin, BaseEstimator):
 
     %(device)s
 
+    %(data_on_device)s
+
     %(random_state)s
         It seeds weight initialisation, shuffling and the random masks.
 
@@ -158,6 +160,7 @@ class EvalXEvaluator(_SkorchEstimatorMixin, BaseEstimator):
         callbacks=None,
         train_split=None,
         device="auto",
+        data_on_device=True,
         random_state=None,
         verbose=0,
     ):
@@ -172,6 +175,7 @@ class EvalXEvaluator(_SkorchEstimatorMixin, BaseEstimator):
         self.callbacks = callbacks
         self.train_split = train_split
         self.device = device
+        self.data_on_device = data_on_device
         self.random_state = random_state
         self.verbose = verbose
 
