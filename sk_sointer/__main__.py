@@ -483,7 +483,8 @@ def _run_demo(args):
     print(f"  explainer   {type(explainer).__name__}({_k_text(k)}), fitted in "
           f"{fit_seconds:.1f} s ({explainer.net_.device}, torch threads: {args.threads})")
     print(f"Explanations of the {n_test:,} held-out rows ({_per_row(counts, n_features)}):")
-    print(f"  fidelity      {fidelity:.3f}   black box keeps its answer on x * mask")
+    print(f"  fidelity      {fidelity:.3f}   black box keeps its answer on the selected features "
+          "(the others at their mean)")
     print(f"  random masks  {chance:.3f}   the same for {_random_label(counts)}")
     print(f"  median rank   {rank:.2f}    of the {n_true} true features (optimum "
           f"{(n_true + 1) / 2:.2f}; lower is better)")
