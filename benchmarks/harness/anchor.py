@@ -1,0 +1,206 @@
+"""The anchors: each method's training as a plain torch loop, to measure the package's cost.
+
+An anchor reads an *unfitted* explainer's parameters and trains the same networks (built by
+the explainer's own factories through :func:`~sk_sointer._networks.build_network`, seeded
+as ``fit`` seeds them, so they start from the same weights) with the same budget: epochs,
+batch size, optimizer class, learning rate and weight decay. Per step it does the method's
+arithmetic and nothing else: the rows and outputs are tensors resident on the device, a
+batch is a slice by a block of ``torch.randperm`` indices, and the loss is brought back to
+the host once per epoch. What ``fit`` adds on top (validation, the masker and output spec,
+skorch's loop, callbacks and history) is what the ratio of the two fit times shows.
+
+Only what the scale benchmark runs is covered: outputs given as class probabilities (one
+categorical output), no feature groups, the default ``"mean"`` baseline and, for REAL-X,
+the default ``"sequential"`` schedule.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from sk_sointer._networks import build_network
+from sk_sointer._outputs import output_loss, spec_of
+from sk_sointer._utils import resolve_device, seeded
+from sk_sointer.base import _OPTIMIZERS
+from sk_sointer.distributions import RebarBernoulli, SubsetConcrete
+from sk_sointer.explainers._random_mask import cosine_factor, random_masks
+
+
+@dataclass
+class AnchorFit:
+    """What an anchor's training gives back.
+
+    Attributes
+    ----------
+    loss : float
+        Mean training loss of the last epoch, weighted by batch rows: the quantity skorch
+        records as ``train_loss`` for the package's fit.
+    n_steps : int
+        Optimisation steps taken (both networks' steps for REAL-X).
+    modules : dict of str to torch.nn.Module
+        The trained networks, by the name of the explainer's factory.
+    """
+
+    loss: float
+    n_steps: int
+    modules: dict
+
+
+def fit_l2x(explainer, X, outputs, device):
+    """L2X's training (eq. 6): one optimizer over selector and approximator, on masks drawn
+    from the k-subset Concrete relaxation, with the soft-target cross-entropy."""
+    params = _checked_params(explainer)
+    device = resolve_device(device)
+    X_t, targets = _device_tensors(X, outputs, device)
+    n_rows, n_features = X_t.shape
+    with seeded(params["random_state"], device):
+        selector = _network(params["selector"], n_features, n_features, device)
+        approximator = _network(params["approximator"], n_features, targets.shape[1], device)
+        optimizer = _optimizer(params, [*selector.parameters(), *approximator.parameters()],
+                               weight_decay=params["weight_decay"])
+        baseline = torch.zeros(n_features, device=device)  # the mean, standardised
+        k, tau = min(params["k"], n_features), params["tau"]
+        selector.train()
+        approximator.train()
+        n_steps = 0
+        for _ in range(params["max_epochs"]):
+            total = torch.zeros((), device=device)
+            for index in _batches(n_rows, params["batch_size"], device):
+                x, target = X_t[index], targets[index]
+                mask = SubsetConcrete(tau, selector(x), k).rsample()
+                logits = approximator(baseline + mask * (x - baseline))
+                loss = -(target * F.log_softmax(logits, dim=1)).sum(dim=1).mean()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                total += loss.detach() * len(index)
+                n_steps += 1
+    return AnchorFit(_epoch_mean(total, n_rows, params["batch_size"]), n_steps,
+                     {"selector": selector, "approximator": approximator})
+
+
+def fit_realx(explainer, X, outputs, device):
+    """REAL-X's training (eq. 6, Algorithm 1, sequential schedule): predictor-only epochs
+    on random masks, then REBAR steps of the selector against the frozen predictor."""
+    params = _checked_params(explainer)
+    if params["schedule"] != "sequential":
+        raise ValueError(f"The REAL-X anchor runs the sequential schedule; got "
+                         f"{params['schedule']!r}.")
+    device = resolve_device(device)
+    X_t, targets = _device_tensors(X, outputs, device)
+    n_rows, n_features = X_t.shape
+    spec = spec_of(["categorical"], [targets.shape[1]])
+    append_mask = params["append_mask"]
+    with seeded(params["random_state"], device):
+        selector = _network(params["selector"], n_features, n_features, device)
+        predictor = _network(params["predictor"], n_features * (2 if append_mask else 1),
+                             targets.shape[1], device)
+        # The selector's optimizer carries the weight decay, the predictor's none.
+        selector_optimizer = _optimizer(params, selector.parameters(),
+                                        weight_decay=params["weight_decay"])
+        predictor_optimizer = _optimizer(params, predictor.parameters())
+        baseline = torch.zeros(n_features, device=device)  # the mean, standardised
+
+        def judge(x, masks):
+            masked = baseline + masks * (x - baseline)
+            return predictor(torch.cat([masked, masks], dim=1) if append_mask else masked)
+
+        alpha, tau = params["alpha"], params["tau"]
+        n_predictor_epochs = params["predictor_epochs"]
+        n_steps = 0
+        for epoch in range(1, params["max_epochs"] + 1):
+            total = torch.zeros((), device=device)
+            if epoch <= n_predictor_epochs:
+                for group in predictor_optimizer.param_groups:
+                    group["lr"] = params["lr"] * cosine_factor(epoch, n_predictor_epochs)
+                predictor.train()
+                for index in _batches(n_rows, params["batch_size"], device):
+                    x, target = X_t[index], targets[index]
+                    masks = random_masks(len(index), n_features, device)
+                    loss = output_loss(judge(x, masks), target, spec)
+                    predictor_optimizer.zero_grad()
+                    loss.backward()
+                    predictor_optimizer.step()
+                    total += loss.detach() * len(index)
+                    n_steps += 1
+                continue
+            # The predictor is fixed from here on: evaluation mode keeps its batch-norm
+            # statistics those of the random masks, and no gradient reaches its weights.
+            predictor.eval()
+            predictor.requires_grad_(False)
+            selector.train()
+            for index in _batches(n_rows, params["batch_size"], device):
+                x, target = X_t[index], targets[index]
+                logits = selector(x)
+                selection = RebarBernoulli(tau, logits)
+                draw = selection.rebar_sample()  # eqs. 8-10
+                masks = torch.cat([draw.hard, draw.relaxed, draw.conditional])
+                log_lik = -output_loss(judge(x.repeat(3, 1), masks), target.repeat(3, 1), spec,
+                                       reduction="none")
+                f_hard, f_relaxed, f_conditional = log_lik.chunk(3)
+                sparsity = torch.sigmoid(logits).mean(dim=1)
+                surrogate = (  # eq. 11, with the sparsity penalty
+                    (f_hard - f_conditional).detach() * selection.log_prob(draw.hard)
+                    + f_relaxed - f_conditional - alpha * sparsity
+                )
+                selector_optimizer.zero_grad()
+                (-surrogate.mean()).backward()
+                selector_optimizer.step()
+                objective = (-f_hard.detach() + alpha * sparsity.detach()).mean()
+                total += objective * len(index)
+                n_steps += 1
+    return AnchorFit(_epoch_mean(total, n_rows, params["batch_size"]), n_steps,
+                     {"selector": selector, "predictor": predictor})
+
+
+# The anchor of each registry method, by its name in ``registry.METHODS``.
+ANCHORS = {"l2x": fit_l2x, "realx": fit_realx}
+
+
+def _checked_params(explainer):
+    params = explainer.get_params(deep=False)
+    baseline = params["baseline"]
+    if not (isinstance(baseline, str) and baseline == "mean") or params["groups"] is not None:
+        raise ValueError("The anchors run the default baseline ('mean') without feature "
+                         f"groups; got baseline={baseline!r}, groups={params['groups']!r}.")
+    if params["train_split"] is not None:
+        raise ValueError("The anchors train on every row; got train_split="
+                         f"{params['train_split']!r}.")
+    return params
+
+
+def _device_tensors(X, outputs, device):
+    """Standardised rows and the outputs, as float32 tensors on ``device``: what the
+    package's networks see."""
+    X_t = torch.as_tensor(np.asarray(X, dtype=np.float32), device=device)
+    X_t = (X_t - X_t.mean(dim=0)) / X_t.std(dim=0, correction=0)
+    targets = torch.as_tensor(np.asarray(outputs, dtype=np.float32), device=device)
+    return X_t, targets
+
+
+def _network(factory, in_features, out_features, device):
+    return build_network(factory, in_features, out_features, (in_features,)).to(device)
+
+
+def _optimizer(params, parameters, **options):
+    optimizer = params["optimizer"]
+    optimizer = _OPTIMIZERS.get(optimizer, optimizer) if isinstance(optimizer, str) else optimizer
+    return optimizer(parameters, lr=params["lr"], **options)
+
+
+def _batches(n_rows, batch_size, device):
+    """Index blocks of a fresh permutation; a last block of one row is left out, as the
+    package does (batch normalisation cannot normalise a single row)."""
+    order = torch.randperm(n_rows, device=device)
+    for start in range(0, n_rows, batch_size):
+        if start > 0 and n_rows - start == 1:
+            return
+        yield order[start : start + batch_size]
+
+
+def _epoch_mean(total, n_rows, batch_size):
+    """The last epoch's loss per row, over the rows its batches held."""
+    rows = n_rows - 1 if n_rows > batch_size and n_rows % batch_size == 1 else n_rows
+    return float(total.item()) / rows
