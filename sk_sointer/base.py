@@ -13,6 +13,8 @@ spec, black box, target output) and hands it to the method's hooks:
 - ``_pretrain(problem, X_scaled, targets)``: an optional phase before the net is built
   (SOInter's energy network);
 - ``_build_net(problem, **net_params)``: the method's skorch net;
+- ``_train(problem, net_input, targets)``: trains ``net_`` (one ``net_.fit`` by default;
+  SOInter alternates its own epochs with re-querying the black box);
 - ``_selector_input(X_scaled, X)``: what the selector sees (the standardised rows by
   default; MEED adds the black box's output);
 - ``_selector_scores(X)``: per-group scores from the fitted selector;
@@ -153,8 +155,12 @@ class _SkorchEstimatorMixin:
                 selector_in_features=net_input.shape[1],
                 **self._net_params(device, seed, X.shape[0]),
             )
-            self.net_.fit(net_input, targets)
+            self._train(problem, net_input, targets)
         return self
+
+    def _train(self, problem, net_input, targets):
+        """Train ``net_`` on what the selector sees and the (standardised) outputs."""
+        self.net_.fit(net_input, targets)
 
     def _selector_input(self, X_scaled, X):
         """What the net is fed, in training and at explanation time (float32 ndarray): the
