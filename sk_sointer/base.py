@@ -10,10 +10,10 @@ spec, black box, target output) and hands it to the method's hooks:
 
 - ``_check_params(problem)``: checks that depend on the data (``k`` against the groups, a
   ``target`` against the outputs, a single-output model given to a multi-output method);
-- ``_pretrain(problem, X_scaled, targets)``: an optional phase before the net is built
+- ``_pretrain(problem, X, X_scaled, targets)``: an optional phase before the net is built
   (SOInter's energy network);
 - ``_build_net(problem, **net_params)``: the method's skorch net;
-- ``_train(problem, net_input, targets)``: trains ``net_`` (one ``net_.fit`` by default;
+- ``_train(problem, X, net_input, targets)``: trains ``net_`` (one ``net_.fit`` by default;
   SOInter alternates its own epochs with re-querying the black box);
 - ``_selector_input(X_scaled, X)``: what the selector sees (the standardised rows by
   default; MEED adds the black box's output);
@@ -125,8 +125,9 @@ class _SkorchEstimatorMixin:
     def _check_params(self, problem):
         """Check parameters that depend on the data; subclasses extend it."""
 
-    def _pretrain(self, problem, X_scaled, targets):
-        """A training phase before the net is built (none by default)."""
+    def _pretrain(self, problem, X, X_scaled, targets):
+        """A training phase before the net is built (none by default). ``X`` holds the rows in
+        their own units (for the black box), ``X_scaled`` as the networks see them."""
 
     def _fit(self, X, y, black_box):
         X = validate_data(self, X, dtype=[np.float32, np.float64], ensure_min_samples=2)
@@ -148,17 +149,17 @@ class _SkorchEstimatorMixin:
 
         device = resolve_device(self.device)
         with seeded(self.random_state, device) as seed:
-            self._pretrain(problem, X_scaled, targets)
+            self._pretrain(problem, X, X_scaled, targets)
             net_input = self._selector_input(X_scaled, X)
             self.net_ = self._build_net(
                 problem,
                 selector_in_features=net_input.shape[1],
                 **self._net_params(device, seed, X.shape[0]),
             )
-            self._train(problem, net_input, targets)
+            self._train(problem, X, net_input, targets)
         return self
 
-    def _train(self, problem, net_input, targets):
+    def _train(self, problem, X, net_input, targets):
         """Train ``net_`` on what the selector sees and the (standardised) outputs."""
         self.net_.fit(net_input, targets)
 
