@@ -122,22 +122,8 @@ class SelectorJudgeNet(NeuralNet):
     def get_iterator(self, dataset, training=False):
         """Batches sliced from whole tensors (see :class:`_IndexBatches`) when the dataset
         holds arrays, skorch's DataLoader otherwise."""
-        tensors = _dataset_tensors(dataset)
-        if tensors is None:
-            return super().get_iterator(dataset, training=training)
-        X, y = tensors
-        if self.data_on_device:
-            try:
-                X, y = X.to(self.device), y.to(self.device)
-            except torch.OutOfMemoryError:
-                warnings.warn(
-                    f"The training rows do not fit in {self.device}'s memory; they stay on "
-                    "the host and each batch is copied (set data_on_device=False to skip "
-                    "the attempt).",
-                    UserWarning,
-                )
-                X, y = tensors
-        return _IndexBatches(X, y, self.batch_size, shuffle=training, skip_single_last=training)
+        batches = index_batches(self, dataset, training, on_device=self.data_on_device)
+        return batches if batches is not None else super().get_iterator(dataset, training=training)
 
     def batch_tensors(self, batch):
         """``(X, targets)`` of a batch as tensors on the net's device."""
@@ -171,6 +157,27 @@ class SelectorJudgeNet(NeuralNet):
         with torch.inference_mode():
             raw = self.judge_raw(X.to(device), feature_masks.to(device))
             return output_values(raw, self.output_spec)
+
+
+def index_batches(net, dataset, training, *, on_device=True):
+    """:class:`_IndexBatches` over a skorch net's dataset of arrays (rows moved to the net's
+    device once when ``on_device`` and they fit there), or None for any other dataset."""
+    tensors = _dataset_tensors(dataset)
+    if tensors is None:
+        return None
+    X, y = tensors
+    if on_device:
+        try:
+            X, y = X.to(net.device), y.to(net.device)
+        except torch.OutOfMemoryError:
+            warnings.warn(
+                f"The training rows do not fit in {net.device}'s memory; they stay on "
+                "the host and each batch is copied (set data_on_device=False to skip "
+                "the attempt).",
+                UserWarning,
+            )
+            X, y = tensors
+    return _IndexBatches(X, y, net.batch_size, shuffle=training, skip_single_last=training)
 
 
 class _IndexBatches:
