@@ -40,7 +40,9 @@ setup(
     ],
     extras_require={
         "test": ["pytest", "pandas", "hypothesis"],
-        "bench": ["shap", "lime", "captum", "pandas"],
+        "bench": ["shap", "lime", "captum", "pandas", "river"],
+        # river ships the yeast multi-label data that datasets.load_yeast reads.
+        "datasets": ["river"],
         "plot": ["matplotlib"],
     },
     entry_points={"console_scripts": ["sk_sointer = sk_sointer.__main__:main"]},

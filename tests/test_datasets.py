@@ -1,3 +1,5 @@
+import itertools
+import sys
 import warnings
 
 import numpy as np
@@ -10,11 +12,15 @@ from sk_sointer.datasets import (
     _additive_logit,
     _control_flow,
     _orange_skin_logit,
+    _structured_argmin,
+    _structured_energies,
     _switch_paper,
     _xor_logit,
+    load_yeast,
     make_control_flow,
     make_nonlinear_additive,
     make_orange_skin,
+    make_structured_output,
     make_switch,
     make_xor,
 )
@@ -317,3 +323,184 @@ def test_single_row():
     X, y, relevant = make_switch(1, variant="code", random_state=0)
     assert X.shape == (1, 10)
     assert_array_equal(np.flatnonzero(relevant[0]), [4, 5, 6, 7, 9])
+
+
+# SOInter's structured outputs
+# ----------------------------
+
+
+@pytest.mark.parametrize("energy, n_outputs", [("E1", 2), ("E2", 4)])
+@pytest.mark.parametrize("n_features", [4, 5, 20])
+def test_structured_shapes_dtypes_and_ground_truth(energy, n_outputs, n_features):
+    X, Y, relevant = make_structured_output(300, energy=energy, n_features=n_features,
+                                            random_state=0)
+    assert X.shape == (300, n_features) and X.dtype == np.float64
+    assert Y.shape == (300, n_outputs) and Y.dtype == np.int64
+    assert set(np.unique(Y)) == {0, 1}
+    assert relevant.shape == (300, n_outputs, n_features) and relevant.dtype == bool
+    # The paper's ground truth: the first four features, for every output of every row.
+    assert relevant[:, :, :4].all() and not relevant[:, :, 4:].any()
+    assert_array_equal(X, np.random.RandomState(0).randn(300, n_features))
+
+
+def test_structured_reproducible_and_seed_dependent():
+    X, Y, relevant = make_structured_output(500, energy="E2", random_state=3)
+    X2, Y2, relevant2 = make_structured_output(
+        500, energy="E2", random_state=np.random.RandomState(3))
+    for a, b in zip((X, Y, relevant), (X2, Y2, relevant2)):
+        assert_array_equal(a, b)
+    X3, Y3, _ = make_structured_output(500, energy="E2", random_state=4)
+    assert not np.allclose(X, X3) and not np.array_equal(Y, Y3)
+
+
+def test_e1_energies_and_argmin_at_hand_computed_rows():
+    # Configurations in itertools.product order: (0, 0), (0, 1), (1, 0), (1, 1), with
+    # energies x4, x2 + x3, x1 + x4, x3.
+    X = np.array([[1.0, -2.0, 0.5, 3.0, 9.0], [-2.0, 1.0, 1.0, 0.5, -9.0]])
+    assert_allclose(_structured_energies(X, "E1"), [[3.0, -1.5, 4.0, 0.5],
+                                                    [0.5, 2.0, -1.5, 1.0]])
+    # The fifth column is noise: it changes nothing.
+    assert_allclose(_structured_energies(X[:, :4], "E1"), _structured_energies(X, "E1"))
+
+
+def _e2_row(x):
+    X = np.zeros((1, 6))
+    X[0, :4] = x
+    return X
+
+
+def _e2_labels(X):
+    return _structured_argmin(X, "E2")
+
+
+def test_e2_energies_at_a_hand_computed_row():
+    # sin(x1) = -1, |x4| = 0.5, exp(x2) - 1 = -0.5, x3 = 0.2.
+    X = _e2_row([-np.pi / 2, np.log(0.5), 0.2, -0.5])
+    energies = dict(zip(itertools.product((0, 1), repeat=4), _structured_energies(X, "E2")[0]))
+    expected = {
+        (0, 0, 0, 0): 0.0, (0, 0, 0, 1): 0.5, (1, 0, 1, 1): -1 + 0.5, (1, 0, 0, 1): 0.5,
+        (0, 1, 0, 0): -0.5 + 0.2, (0, 1, 1, 0): 0.2, (1, 1, 1, 1): 0.0, (0, 1, 0, 1): 0.0,
+    }
+    for y, value in expected.items():
+        assert energies[y] == pytest.approx(value, abs=1e-12), y
+    assert_array_equal(_e2_labels(X), [[1, 0, 1, 1]])
+
+
+def test_e2_uses_exp_x2_minus_one():
+    # x2 = -1: exp(x2) - 1 = -0.63 makes the (y2, y4) = (1, 0) block negative,
+    # 0.3 - 0.63 < 0; with exp(x2 - 1) > 0 it could not, and every output would be 0.
+    X = _e2_row([1.0, -1.0, 0.3, 2.0])
+    assert_array_equal(_e2_labels(X), [[0, 1, 0, 0]])
+
+
+def test_e2_ties_go_to_the_first_configuration_in_product_order():
+    configurations = list(itertools.product((0, 1), repeat=4))
+    # Every energy is >= 0: the eight configurations with (y2, y4) in {(0, 0), (1, 1)}
+    # tie at exactly 0, and (0, 0, 0, 0) comes first.
+    X = _e2_row([1.0, 1.0, 1.0, 2.0])
+    energies = _structured_energies(X, "E2")[0]
+    zeros = [y for y, e in zip(configurations, energies) if e == 0.0]
+    assert len(zeros) == 8 and energies.min() == 0.0
+    assert_array_equal(_e2_labels(X), [[0, 0, 0, 0]])
+    # x2 > 0 and x3 < 0: the three configurations with (y2, y4) = (1, 0) and
+    # (y1, y3) != (0, 0) tie at exactly x3; (0, 1, 1, 0) is the first of them.
+    X = _e2_row([1.0, 1.0, -0.5, 2.0])
+    energies = _structured_energies(X, "E2")[0]
+    minimisers = [y for y, e in zip(configurations, energies) if e == energies.min()]
+    assert minimisers == [(0, 1, 1, 0), (1, 1, 0, 0), (1, 1, 1, 0)]
+    assert energies.min() == -0.5
+    assert_array_equal(_e2_labels(X), [[0, 1, 1, 0]])
+
+
+@pytest.mark.parametrize("energy", ["E1", "E2"])
+def test_structured_labels_match_a_plain_loop_over_configurations(energy):
+    # An independent arg-min: a loop that keeps the first strict improvement.
+    X, Y, _ = make_structured_output(300, energy=energy, n_features=6, random_state=1)
+    m = Y.shape[1]
+    for row, labels in zip(X, Y):
+        x1, x2, x3, x4 = row[:4]
+        best, best_energy = None, np.inf
+        for y in itertools.product((0, 1), repeat=m):
+            if energy == "E1":
+                y1, y2 = y
+                e = (x1 * y1 + x4) * (1 - y2) + (x2 * (1 - y1) + x3) * y2
+            else:
+                y1, y2, y3, y4 = y
+                e = ((np.sin(x1) * y1 * y3 + abs(x4)) * (1 - y2) * y4
+                     + ((np.exp(x2) - 1) * (1 - y1) * (1 - y3) + x3) * y2 * (1 - y4))
+            if e < best_energy - 1e-12:
+                best, best_energy = y, e
+        assert tuple(labels) == best
+
+
+def test_e2_labels_follow_the_closed_form_of_the_docstring():
+    X, Y, _ = make_structured_output(20_000, energy="E2", random_state=0)
+    x1, x2, x3, x4 = X[:, :4].T
+    a = np.abs(x4) + np.minimum(np.sin(x1), 0)
+    b = x3 + np.minimum(np.expm1(x2), 0)
+    expected = np.zeros_like(Y)
+    first = (a < 0) & (a < b)
+    second = (b < 0) & (b <= a)
+    expected[first] = [1, 0, 1, 1]
+    expected[second & (x2 <= 0)] = [0, 1, 0, 0]
+    expected[second & (x2 > 0)] = [0, 1, 1, 0]
+    assert_array_equal(Y, expected)
+    assert_array_equal(Y[:, 0], Y[:, 3])
+    # The proportions the docstring gives, each within 1.5 points.
+    for pattern, share in [([0, 0, 0, 0], 0.325), ([1, 0, 1, 1], 0.118),
+                           ([0, 1, 0, 0], 0.321), ([0, 1, 1, 0], 0.235)]:
+        assert abs(np.mean((Y == pattern).all(axis=1)) - share) < 0.015
+
+
+def test_e1_outputs_are_balanced_and_y1_is_decided_by_x1_and_x2_when_they_disagree():
+    X, Y, _ = make_structured_output(20_000, energy="E1", random_state=0)
+    assert abs(Y[:, 0].mean() - 0.5) < 0.02 and abs(Y[:, 1].mean() - 0.5) < 0.02
+    x1, x2 = X[:, 0], X[:, 1]
+    assert (Y[(x1 < 0) & (x2 > 0), 0] == 1).all()
+    assert (Y[(x1 > 0) & (x2 < 0), 0] == 0).all()
+    # Otherwise y1 follows y2's branch: x1 < 0 when y2 = 0, x2 > 0 when y2 = 1.
+    assert_array_equal(Y[:, 0], np.where(Y[:, 1] == 0, x1 < 0, x2 > 0))
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"energy": "E3"}, "energy"),
+        ({"n_features": 3}, "n_features"),
+        ({"n_samples": 0}, "n_samples"),
+        ({"random_state": "seed"}, "random_state"),
+    ],
+)
+def test_structured_invalid_parameters(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        make_structured_output(**kwargs)
+
+
+# The yeast data bundled with river
+# ---------------------------------
+
+
+@pytest.fixture(scope="module")
+def yeast():
+    pytest.importorskip("river")
+    return load_yeast()
+
+
+def test_yeast_shapes_and_values(yeast):
+    X, Y = yeast
+    assert X.shape == (2417, 103) and X.dtype == np.float64
+    assert Y.shape == (2417, 14) and Y.dtype == np.int64
+    assert set(np.unique(Y)) == {0, 1} and np.isfinite(X).all()
+    # The MULAN data's label cardinality, 4.237, and its rarest and commonest labels.
+    assert Y.sum(axis=1).mean() == pytest.approx(4.237, abs=1e-3)
+    assert Y.mean(axis=0).argmin() == 13 and Y.mean(axis=0).argmax() == 11
+    # The first gene of the file: Att1-Att3, and Class7, Class8, Class12 and Class13.
+    assert_allclose(X[0, :3], [0.004168, -0.170975, -0.156748])
+    assert_array_equal(np.flatnonzero(Y[0]), [6, 7, 11, 12])
+
+
+def test_yeast_without_river_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "river", None)
+    monkeypatch.setitem(sys.modules, "river.datasets", None)
+    with pytest.raises(ImportError, match=r"sk_sointer\[datasets\]"):
+        load_yeast()
