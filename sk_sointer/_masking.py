@@ -19,6 +19,10 @@ the default ``"mean"`` differs from it by the sampling error of the mean.
 import numpy as np
 import torch
 
+# Values per chunk of the statistics' and of the float64 standardisation's passes: the
+# float64 temporaries stay at 32 MB whatever the size of X.
+_STATS_CHUNK = 1 << 22
+
 
 class Masker:
     """Masking in the data's units, standardisation for the networks, feature groups.
@@ -52,9 +56,7 @@ class Masker:
         """Learn the standardisation and resolve the baseline and the groups on ``X``."""
         X = np.asarray(X)
         n_features = X.shape[1]
-        with np.errstate(over="ignore", invalid="ignore"):
-            mean = X.mean(axis=0, dtype=np.float64)
-            spread = X.std(axis=0, dtype=np.float64)
+        mean, spread = _column_mean_std(X)
         if not (np.isfinite(mean).all() and np.isfinite(spread).all()):
             raise ValueError(
                 "X has values too large to standardise (their mean or spread overflows); "
@@ -129,28 +131,41 @@ class Masker:
 
     # -- the networks' side ------------------------------------------------------------
 
-    def standardize(self, X):
+    def standardize(self, X, out=None):
         """Rows as the networks see them: ``(x - mean) / scale``, float32, computed in float64
-        when float32 arithmetic would overflow on the way."""
+        when float32 arithmetic would overflow on the way.
+
+        ``out`` (float32, the shape of ``X``) receives the rows and is returned; by default
+        a new array. Float32 rows are standardised in place in ``out``; float64 (and other)
+        rows go through float64 temporaries of :data:`_STATS_CHUNK` values at most, never a
+        float64 copy of ``X``.
+        """
         X = np.asarray(X)
-        scaled = None
+        if out is None:
+            out = np.empty(X.shape, dtype=np.float32)
+        step = _chunk_rows(X)
+        for start in range(0, max(X.shape[0], 1), step):
+            self._standardize_chunk(X[start : start + step], out[start : start + step])
+        return out
+
+    def _standardize_chunk(self, X, out):
         if X.dtype == np.float32:
             # This runs on every explained row: float32 arithmetic is twice as fast, and
             # only rows near float32's limit need the float64 detour below.
             with np.errstate(over="ignore", invalid="ignore"):
-                scaled = (X - self._float32("mean_")) / self._float32("scale_")
-            if not np.isfinite(scaled).all():
-                scaled = None
-        if scaled is None:
-            scaled = (np.asarray(X, dtype=np.float64) - self.mean_) / self.scale_
-            with np.errstate(over="ignore"):
-                scaled = scaled.astype(np.float32)
-        if not np.isfinite(scaled).all():
+                np.subtract(X, self._float32("mean_"), out=out)
+                np.divide(out, self._float32("scale_"), out=out)
+            if _all_finite(out):
+                return
+        with np.errstate(over="ignore"):
+            scaled = np.subtract(X, self.mean_, dtype=np.float64)
+            np.divide(scaled, self.scale_, out=scaled)
+            np.copyto(out, scaled, casting="same_kind")
+        if not _all_finite(out):
             raise ValueError(
                 "X has values so far from the training data that they overflow float32 once "
                 "standardised."
             )
-        return scaled
 
     def _float32(self, name):
         key = (name, "float32")
@@ -197,3 +212,42 @@ class Masker:
         state = self.__dict__.copy()
         state["_tensors"] = {}  # device copies are rebuilt where the masker is loaded
         return state
+
+
+def _chunk_rows(X):
+    """Rows per chunk of :data:`_STATS_CHUNK` values (at least one row)."""
+    return max(1, _STATS_CHUNK // max(int(np.prod(X.shape[1:])), 1))
+
+
+def _column_mean_std(X):
+    """Per-column mean and standard deviation of ``X`` in float64, chunk by chunk.
+
+    What ``X.mean(axis=0, dtype=np.float64)`` and ``X.std(axis=0, dtype=np.float64)``
+    compute (the same operations, and the same values on an ``X`` of one chunk), without
+    their float64 copy of ``X``: the sums are float64 accumulators over row chunks, the
+    deviations from the mean are squared one chunk at a time.
+    """
+    n_rows, step = X.shape[0], _chunk_rows(X)
+    chunks = [X[start : start + step] for start in range(0, n_rows, step)]
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = np.zeros(X.shape[1:], dtype=np.float64)
+        for chunk in chunks:
+            total += np.add.reduce(chunk, axis=0, dtype=np.float64)
+        mean = total / n_rows
+        squares = np.zeros(X.shape[1:], dtype=np.float64)
+        for chunk in chunks:
+            deviation = np.subtract(chunk, mean, dtype=np.float64)
+            np.multiply(deviation, deviation, out=deviation)
+            squares += np.add.reduce(deviation, axis=0)
+        spread = np.sqrt(squares / n_rows)
+    return mean, spread
+
+
+def _all_finite(values):
+    """Whether every value is finite, from one sum (no temporary array): a NaN or an
+    infinity makes the sum non-finite; only a sum of finite values that overflows needs the
+    exact check."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        if np.isfinite(np.add.reduce(values, axis=None)):
+            return True
+    return bool(np.isfinite(values).all())

@@ -10,6 +10,19 @@ from sklearn.utils import check_random_state
 # per-call overhead, small enough to bound memory on wide data.
 INFERENCE_CHUNK = 65_536
 
+# On the CPU, chunks of a few thousand rows (and at most a few million values) keep the
+# selector's activations in cache and reuse the same memory from chunk to chunk: one forward
+# pass over 2,048 rows at a time is faster than one over 10,000 rows at once.
+CPU_INFERENCE_CHUNK = 2_048
+CPU_INFERENCE_VALUES = 1 << 21
+
+
+def inference_chunk(device, n_columns):
+    """Rows per chunk at explanation time on ``device`` for rows of ``n_columns`` values."""
+    if device.type != "cpu":
+        return INFERENCE_CHUNK
+    return max(1, min(CPU_INFERENCE_CHUNK, CPU_INFERENCE_VALUES // max(n_columns, 1)))
+
 
 def resolve_device(device):
     """A :class:`torch.device` from ``"auto"`` (CUDA when present), ``"cpu"``, ``"cuda[:N]"``.

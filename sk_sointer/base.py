@@ -31,7 +31,7 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, _fit_context, clone
-from sklearn.utils import check_array
+from sklearn.utils import assert_all_finite, check_array
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from skorch.callbacks import Callback, ProgressBar
@@ -39,7 +39,7 @@ from skorch.dataset import ValidSplit
 
 from ._masking import Masker
 from ._outputs import OutputSpec, check_outputs, output_agreement
-from ._utils import INFERENCE_CHUNK, in_chunks, resolve_device, seeded
+from ._utils import in_chunks, inference_chunk, resolve_device, seeded
 from .black_box import BlackBox, as_black_box
 from .distributions import topk_mask
 
@@ -321,7 +321,7 @@ class BaseExplainer(
         -------
         scores : ndarray of shape (n_samples, n_features), float32
         """
-        X = self._validate_transform_input(X)
+        X = self._validate_transform_input(X, finite=False)
         return self._explain_rows(X, self._scores_of, np.float32)
 
     def transform(self, X):
@@ -339,7 +339,7 @@ class BaseExplainer(
         masks : ndarray of shape (n_samples, n_features)
             0/1 values in the dtype of ``X`` (float32 or float64).
         """
-        X = self._validate_transform_input(X)
+        X = self._validate_transform_input(X, finite=False)
         return self._explain_rows(X, self._masks_of, X.dtype)
 
     def predict_masked(self, X, masks):
@@ -404,57 +404,83 @@ class BaseExplainer(
 
     # -- helpers -------------------------------------------------------------------------
 
-    def _validate_transform_input(self, X):
+    def _validate_transform_input(self, X, *, finite=True):
+        """``X`` validated against the fit; ``finite=False`` leaves the finite check to
+        :meth:`_explain_rows`, which checks the standardised rows anyway."""
         check_is_fitted(self)
-        return validate_data(self, X, dtype=[np.float32, np.float64], reset=False)
+        return validate_data(self, X, dtype=[np.float32, np.float64], reset=False,
+                             ensure_all_finite=finite)
 
     def _explain_rows(self, X, finish, dtype):
-        """``finish(scores)`` for the selector's per-group scores of raw rows ``X``, one
-        chunk of rows at a time, written into one preallocated array.
+        """``finish(scores, out)`` for the selector's per-group scores of raw rows ``X``, one
+        chunk of rows at a time, ``out`` being the chunk's rows of one preallocated array.
 
-        Standardisation, the selector and ``finish`` run per chunk, so memory beyond the
-        input and the output stays bounded by the chunk for any number of rows.
+        Standardisation (into one buffer reused by every chunk), the selector and
+        ``finish`` run per chunk, so memory beyond the input and the output stays bounded
+        by the chunk for any number of rows.
         """
         # The selector runs in evaluation mode: batch statistics must not depend on which
         # rows are explained together.
         self.net_.module_.eval()
         device = self._inference_device()
+        n_rows = X.shape[0]
+        step = inference_chunk(device, X.shape[1])
         out = np.empty(X.shape, dtype=dtype)
-        for start in range(0, X.shape[0], INFERENCE_CHUNK):
-            rows = X[start : start + INFERENCE_CHUNK]
-            net_input = self._selector_input(self.masker_.standardize(rows), rows)
+        buffer = np.empty((min(step, n_rows), X.shape[1]), dtype=np.float32)
+        for start in range(0, n_rows, step):
+            rows = X[start : start + step]
+            net_input = self._selector_input(self._standardize(rows, buffer[: len(rows)]), rows)
             with torch.inference_mode():
                 scores = self._selector_scores(torch.as_tensor(net_input).to(device))
-                out[start : start + len(rows)] = finish(scores)
+                finish(scores, out[start : start + len(rows)])
         return out
 
-    def _scores_of(self, scores):
-        """Feature-level scores (ndarray) from a chunk's per-group scores."""
-        return self.masker_.expand(scores.float().cpu().numpy())
+    def _standardize(self, rows, out):
+        try:
+            return self.masker_.standardize(rows, out=out)
+        except ValueError:
+            # The rows were validated without the finite check: a NaN or an infinity in
+            # them is reported as validation would have reported it.
+            assert_all_finite(rows, input_name="X", estimator_name=type(self).__name__)
+            raise
 
-    def _masks_of(self, scores):
-        """Feature-level 0/1 masks (ndarray) from a chunk's per-group scores."""
-        group_masks = self._masks_from_scores(scores)
+    def _scores_of(self, scores, out):
+        """Feature-level scores from a chunk's per-group scores, written into ``out``."""
+        out[...] = self.masker_.expand(scores.float().cpu().numpy())
+
+    def _masks_of(self, scores, out):
+        """Feature-level 0/1 masks from a chunk's per-group scores, written into ``out``."""
+        direct = out if self.masker_.groups_ is None else None
+        group_masks = self._masks_from_scores(scores, out=direct)
+        if group_masks is direct:
+            return
         if isinstance(group_masks, torch.Tensor):
             group_masks = self.masker_.expand(group_masks.bool()).cpu().numpy()
-            return group_masks
-        return self.masker_.expand(group_masks)
+        else:
+            group_masks = self.masker_.expand(group_masks)
+        out[...] = group_masks
 
-    def _masks_from_scores(self, scores):
+    def _masks_from_scores(self, scores, out=None):
         """0/1 masks over groups from a chunk of per-group scores (a tensor on the
-        selector's device): the top-k, or the scores above ``_threshold`` with ``k=None``.
+        selector's device): the top-k, or with ``k=None`` the scores above ``_threshold``.
 
         On an accelerator the masks are made there, so that only they travel back; on the
-        CPU NumPy's partition is the faster top-k.
+        CPU NumPy's partition is the faster top-k, and it writes into ``out`` (a float
+        array of the scores' shape) when one is given.
         """
         # ``k`` as it is now: a selector's scores do not depend on it, so setting k after
         # fit changes only how scores become masks.
         k = getattr(self, "k", None)
-        if scores.device.type == "cpu":
-            scores = scores.float().numpy()
+        if scores.device.type != "cpu":
+            if k is None:
+                return scores > self._threshold
+            return topk_mask(scores, min(k, self.masker_.n_groups_))
+        scores = scores.float().numpy()
+        if out is None:
+            out = np.empty(scores.shape, dtype=np.float32)
         if k is None:
-            return scores > self._threshold
-        return topk_mask(scores, min(k, self.masker_.n_groups_))
+            return np.greater(scores, self._threshold, out=out)
+        return topk_mask(scores, min(k, self.masker_.n_groups_), out=out)
 
     def _inference_device(self):
         param = next(self.net_.module_.parameters(), None)

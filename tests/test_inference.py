@@ -1,0 +1,199 @@
+"""Explanation time and the host-side preparation of fit: chunks, buffers and statistics.
+
+``transform`` and ``explain`` standardise each chunk of rows into one reused buffer and
+write masks straight into the output; ``fit`` takes the masker's statistics in chunks and
+standardises into one float32 array. None of it may change a value: these tests compare
+against the plain formulas.
+"""
+
+import numpy as np
+import pytest
+import torch
+
+import sk_sointer._masking as masking
+import sk_sointer._utils as utils
+from sk_sointer import L2XExplainer, RealXExplainer
+from sk_sointer._masking import Masker, _column_mean_std
+from sk_sointer.distributions import topk_mask
+
+
+def _stable_topk(scores, k):
+    """The contract: the k largest scores, ties to the lower index (a stable sort)."""
+    order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    masks = np.zeros(scores.shape, dtype=np.float32)
+    np.put_along_axis(masks, order, 1.0, axis=1)
+    return masks
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    """CPU chunks of 7 rows, so that a few dozen rows span several chunks and a last
+    partial one."""
+    monkeypatch.setattr(utils, "CPU_INFERENCE_CHUNK", 7)
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    rng = np.random.RandomState(0)
+    X = (rng.randn(120, 6) * [1, 2, 3, 1000, 0.01, 5] + [0, 0, 0, 1e4, 0, -3]).astype(np.float32)
+    y = (X[:, 0] + X[:, 1] / 2 > 0).astype(int)
+    l2x = L2XExplainer(k=2, max_epochs=3, batch_size=32, random_state=0, device="cpu").fit(X, y)
+    realx = RealXExplainer(k=2, max_epochs=3, predictor_epochs=2, batch_size=32,
+                           random_state=0, device="cpu").fit(X, y)
+    return X, {"l2x": l2x, "realx": realx}
+
+
+def _reference_scores(explainer, X):
+    """The selector's scores on the whole table at once, standardised by the formula."""
+    masker = explainer.masker_
+    if X.dtype == np.float32:
+        scaled = (X - masker.mean_.astype(np.float32)) / masker.scale_.astype(np.float32)
+    else:
+        scaled = ((X - masker.mean_) / masker.scale_).astype(np.float32)
+    explainer.net_.module_.eval()
+    with torch.inference_mode():
+        return explainer._selector_scores(torch.as_tensor(scaled)).numpy()
+
+
+@pytest.mark.parametrize("name", ["l2x", "realx"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_chunked_transform_and_explain_equal_the_whole_table_formula(fitted, name, dtype,
+                                                                     small_chunks):
+    X, explainers = fitted
+    explainer = explainers[name]
+    X = X[:40].astype(dtype)  # 5 full chunks of 7 rows and one of 5
+    scores = explainer.explain(X)
+    # A matrix product's last bit depends on how many rows it multiplies at once, so the
+    # chunks' scores equal the whole table's to float32 rounding, not bit for bit.
+    np.testing.assert_allclose(scores, _reference_scores(explainer, X), rtol=1e-6, atol=1e-7)
+    masks = explainer.transform(X)
+    assert masks.dtype == dtype
+    np.testing.assert_array_equal(masks, _stable_topk(scores, 2))
+
+
+def test_ties_go_to_the_lower_index_in_every_chunk(fitted, small_chunks):
+    """A selector whose scores tie (rounded to halves): the tied rows fall back to the
+    stable order chunk by chunk, the others keep the partition's answer."""
+    X, explainers = fitted
+    explainer = explainers["l2x"]
+
+    class Rounded(torch.nn.Module):
+        def __init__(self, module):
+            super().__init__()
+            self.module = module
+
+        def forward(self, x):
+            return torch.round(self.module(x) * 2) / 2
+
+    original = explainer.net_.module_
+    try:
+        explainer.net_.module_ = Rounded(original)
+        scores = explainer.explain(X)
+        assert (np.sort(scores, axis=1)[:, -2] == np.sort(scores, axis=1)[:, -3]).any()
+        np.testing.assert_array_equal(explainer.transform(X), _stable_topk(scores, 2))
+    finally:
+        explainer.net_.module_ = original
+
+
+def test_threshold_masks_with_k_none_are_written_in_place(fitted, small_chunks):
+    X, explainers = fitted
+    explainer = explainers["realx"]
+    try:
+        explainer.set_params(k=None)
+        scores = explainer.explain(X)
+        np.testing.assert_array_equal(explainer.transform(X), scores > 0.5)
+    finally:
+        explainer.set_params(k=2)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_non_finite_rows_in_a_later_chunk_get_validation_s_message(fitted, bad, small_chunks):
+    X, explainers = fitted
+    X = X[:30].copy()
+    X[25, 3] = bad
+    for method in ("transform", "explain"):
+        with pytest.raises(ValueError, match="Input X contains (NaN|infinity)"):
+            getattr(explainers["l2x"], method)(X)
+
+
+def test_numpy_topk_writes_into_out_with_stable_ties():
+    scores = np.array([[0.5, 2, 2, 2, -1], [1, 1, 1, 1, 1], [3, 2, 1, 0, -1]], np.float32)
+    out = np.full(scores.shape, 7.0)
+    assert topk_mask(scores, 2, out=out) is out
+    np.testing.assert_array_equal(out, [[0, 1, 1, 0, 0], [1, 1, 0, 0, 0], [1, 1, 0, 0, 0]])
+    np.testing.assert_array_equal(topk_mask(scores, 2), out)
+    assert topk_mask(scores, 2).dtype == np.float32
+    with pytest.raises(TypeError):
+        topk_mask(torch.as_tensor(scores), 2, out=out)
+
+
+def test_cpu_chunks_are_bounded_in_rows_and_values():
+    cpu = torch.device("cpu")
+    assert utils.inference_chunk(cpu, 10) == utils.CPU_INFERENCE_CHUNK
+    assert utils.inference_chunk(cpu, 10**6) == utils.CPU_INFERENCE_VALUES // 10**6
+    assert utils.inference_chunk(cpu, 10**8) == 1
+    assert utils.inference_chunk(torch.device("meta"), 10) == utils.INFERENCE_CHUNK
+
+
+# -- the masker's statistics and standardisation ------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_statistics_equal_numpy_s_in_one_chunk_and_closely_in_many(dtype, monkeypatch):
+    rng = np.random.RandomState(0)
+    X = (rng.randn(500, 4) * [1, 10, 1e3, 1e-3] + [5, -5, 1e4, 0]).astype(dtype)
+    mean, spread = _column_mean_std(X)
+    np.testing.assert_array_equal(mean, X.mean(axis=0, dtype=np.float64))
+    np.testing.assert_array_equal(spread, X.std(axis=0, dtype=np.float64))
+    monkeypatch.setattr(masking, "_STATS_CHUNK", 37 * 4)  # 37 rows a chunk, 14 chunks
+    chunked_mean, chunked_spread = _column_mean_std(X)
+    np.testing.assert_allclose(chunked_mean, mean, rtol=1e-13)
+    np.testing.assert_allclose(chunked_spread, spread, rtol=1e-13)
+    # Float32 statistics: the same to the last bit.
+    np.testing.assert_array_equal(chunked_mean.astype(np.float32), mean.astype(np.float32))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_standardize_into_out_in_chunks_equals_the_formula(dtype, monkeypatch):
+    rng = np.random.RandomState(1)
+    X = (rng.randn(300, 3) * [2, 50, 0.1] + [1, 100, 0]).astype(dtype)
+    masker = Masker().fit(X)
+    if dtype == np.float32:
+        expected = (X - masker.mean_.astype(np.float32)) / masker.scale_.astype(np.float32)
+    else:
+        expected = ((X - masker.mean_) / masker.scale_).astype(np.float32)
+    monkeypatch.setattr(masking, "_STATS_CHUNK", 41 * 3)
+    out = np.empty(X.shape, dtype=np.float32)
+    assert masker.standardize(X, out=out) is out
+    np.testing.assert_array_equal(out, expected)
+    np.testing.assert_array_equal(masker.standardize(X), expected)
+
+
+def test_float32_overflow_takes_the_float64_detour_chunk_by_chunk(monkeypatch):
+    # Column 0's mean is 1e38: -3e38 minus it overflows float32, the other rows do not.
+    X = np.array([[3e38, 0.0], [3e38, 1.0], [-3e38, 2.0], [0.0, 3.0]], dtype=np.float32)
+    masker = Masker().fit(X)
+    monkeypatch.setattr(masking, "_STATS_CHUNK", 2)  # one row a chunk
+    with np.errstate(over="ignore"):
+        expected = (X - masker.mean_.astype(np.float32)) / masker.scale_.astype(np.float32)
+    overflowed = ~np.isfinite(expected).all(axis=1)
+    assert overflowed.tolist() == [False, False, True, False]
+    expected[overflowed] = ((X[overflowed].astype(np.float64) - masker.mean_)
+                            / masker.scale_).astype(np.float32)
+    np.testing.assert_array_equal(masker.standardize(X), expected)
+
+
+def test_fit_in_many_statistics_chunks_gives_the_same_explainer(xor_data, monkeypatch):
+    """The fit's host-side preparation in chunks changes no fitted value on a small
+    problem: the same statistics to float32, the same training, the same masks."""
+    X, y = xor_data
+    params = dict(k=2, max_epochs=3, batch_size=64, random_state=0, device="cpu")
+    reference = L2XExplainer(**params).fit(X, y)
+    monkeypatch.setattr(masking, "_STATS_CHUNK", 53 * X.shape[1])
+    chunked = L2XExplainer(**params).fit(X, y)
+    np.testing.assert_array_equal(chunked.masker_.mean_.astype(np.float32),
+                                  reference.masker_.mean_.astype(np.float32))
+    np.testing.assert_array_equal(chunked.masker_.scale_.astype(np.float32),
+                                  reference.masker_.scale_.astype(np.float32))
+    np.testing.assert_array_equal(chunked.transform(X), reference.transform(X))
+    np.testing.assert_allclose(chunked.explain(X), reference.explain(X), rtol=1e-5, atol=1e-6)
