@@ -17,8 +17,9 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.neural_network import MLPClassifier
 
-from benchmarks import bench_synthetic
-from benchmarks.harness import data, ours, peers, quality, registry, report, run
+from benchmarks import bench_sointer, bench_synthetic
+from benchmarks.harness import data, ours, peers, quality, registry, report, run, structured
+import sk_sointer
 from sk_sointer import L2XExplainer, as_black_box, metrics
 
 TINY = data.Profile(
@@ -244,7 +245,12 @@ def test_extra_seeds_record_each_seeds_median_rank():
 
 
 def test_the_registry_is_the_single_source_of_methods():
-    names = list(registry.METHODS)
+    # Every method but those that explain one output of a multi-output model (SOInter),
+    # which only the structured benchmark runs.
+    names = registry.method_names()
+    assert names == [name for name, method in registry.METHODS.items()
+                     if not method.target_output]
+    assert registry.method_names(target_output=True) == ["sointer"]
     assert bench_synthetic.parse_args(["--methods", *names]).methods == names
     with pytest.raises(SystemExit):
         bench_synthetic.parse_args(["--methods", "not_a_method"])
@@ -364,3 +370,123 @@ def test_mask_quality_without_two_classes(three_classes):
     # No P(y = 1 | x) of a binary generator: no expected eACC.
     assert "eacc_expected" not in out
     assert quality.binary_proba(prepared) is None
+
+
+# The structured-output benchmark (SOInter's E1 and E2, yeast)
+# ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sointer_fast(tmp_path_factory):
+    """The fast profile, in-process: SOInter (when this sk_sointer has it), L2X, captum's
+    Saliency and the random reference, on E1, E2 and yeast."""
+    out = tmp_path_factory.mktemp("sointer") / "sointer_fast.json"
+    bench_sointer.main(["--profile", "fast", "--device", "cpu", "--methods", "sointer", "l2x",
+                        "saliency", "--out", str(out)])
+    return json.loads(out.read_text(encoding="utf-8")), out.with_suffix(".rst")
+
+
+def test_sointer_fast_profile_records_every_task_and_method(sointer_fast):
+    payload, _ = sointer_fast
+    records = payload["records"]
+    ours = [name for name in ("sointer", "l2x")
+            if name in registry.available_methods([name])[0]]
+    methods = [*ours, "saliency", structured.RANDOM]
+    fast = structured.PROFILES["fast"]
+    expected = [(dataset, target, d, method)
+                for dataset, targets, d in [("E1", (0, 1), 5), ("E2", (2, 3), 5),
+                                            ("yeast", fast.yeast_labels, 103)]
+                for target in targets for method in methods]
+    assert [(r["dataset"], r["target"], r["n_features"], r["method"])
+            for r in records] == expected
+    for r in records:
+        assert r["error"] is None, r["traceback"]
+        assert set(r) == set(structured.RECORD_FIELDS)
+        synthetic = r["dataset"] != "yeast"
+        assert r["k"] == (4 if synthetic else 10)
+        if r["method"] in ours or r["method"] == structured.RANDOM:
+            assert r["seeds"] == ([0, 1] if synthetic else [0])
+        else:
+            assert r["seeds"] is None
+        metric_names = ("exact_match", "tpr", "posthoc_acc") if synthetic else ("posthoc_acc",)
+        for name in metric_names:
+            assert _finite(r[name]) and 0.0 <= r[name] <= 1.0, name
+            assert len(r[f"{name}_seeds"]) == (len(r["seeds"]) if r["seeds"] else 1)
+            assert r[name] == pytest.approx(np.mean(r[f"{name}_seeds"]))
+        if synthetic:
+            assert r["median_rank_optimum"] == 2.5 <= r["median_rank"] <= 5 - 1.5
+        else:
+            assert r["exact_match"] is None and r["median_rank"] is None
+        for name in ("black_box_acc", "black_box_rate", "label_rate", "posthoc_acc_empty"):
+            assert _finite(r[name]) and 0.0 <= r[name] <= 1.0, name
+        if r["method"] in ours:
+            assert _finite(r["fit_s"]) and r["fit_s"] > 0
+        if r["method"] != structured.RANDOM:
+            assert _finite(r["explain_ms_per_row"]) and r["explain_ms_per_row"] > 0
+    # The black box learns the argmin of the energies well even from 3,000 rows.
+    assert min(r["black_box_acc"] for r in records if r["dataset"] != "yeast") > 0.8
+
+
+def test_sointer_fast_profile_renders_its_tables(sointer_fast):
+    payload, rst = sointer_fast
+    text = rst.read_text(encoding="utf-8")
+    for title in ("Exact-match accuracy %", "Median rank", "Post-hoc accuracy % on the target",
+                  "Time", "Yeast: post-hoc accuracy % on the target, k = 10"):
+        assert f".. table:: {title}" in text
+    assert "L2X" in text and "Random k features" in text and "Class1" in text
+    # Grid tables: the column separators line up in every line of a table.
+    for block in text.split(".. table::")[1:]:
+        table = [line for line in block.splitlines() if line.startswith(("   +", "   |"))]
+        assert len({tuple(i for i, c in enumerate(line) if c in "+|") for line in table
+                    if not line.startswith("   |") or "\n" not in line}) == 1
+
+
+def test_one_label_view_is_a_binary_classifier_of_that_label():
+    rng = np.random.RandomState(0)
+    X = rng.randn(300, 4)
+    Y = np.column_stack([X[:, 0] > 0, X[:, 1] + X[:, 0] > 0, X[:, 2] > 0.5]).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = MLPClassifier((16,), max_iter=300, random_state=0).fit(X, Y)
+    view = structured.OneLabel(model, 1)
+    proba = view.predict_proba(X)
+    np.testing.assert_allclose(proba[:, 1], model.predict_proba(X)[:, 1])
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    np.testing.assert_array_equal(view.predict(X), model.predict(X)[:, 1])
+    # The adapter sees one categorical output; the torch copy computes the same [1 - p, p].
+    assert as_black_box(view).predict(X).shape == (300, 2)
+    assert data.check_torch_copy(view, data.mlp_to_torch(model, label=1), X) <= 1e-5
+    with pytest.raises(ValueError, match="label="):
+        data.mlp_to_torch(model)
+    # Post-hoc accuracy on the target: the label's side of 0.5 on masked rows, others at 0.
+    task = SimpleNamespace(model=view, X_explain=X, relevant=None)
+    masks = np.tile([1.0, 1.0, 0.0, 0.0], (300, 1))
+    out = structured.mask_quality(task, masks)
+    expected = np.mean(view.predict(X * masks) == view.predict(X))
+    assert out == {"posthoc_acc": pytest.approx(expected)}
+
+
+def test_exact_match_and_summary_over_seeds():
+    relevant = np.zeros((4, 6), dtype=bool)
+    relevant[:, :4] = True
+    task = SimpleNamespace(model=None, X_explain=np.zeros((4, 6)), relevant=relevant, k=4)
+    masks = relevant.astype(float)
+    masks[0] = [1, 1, 1, 0, 1, 0]  # one row with a wrong feature
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(metrics, "posthoc_accuracy", lambda *args, **kwargs: 0.5)
+        out = structured.mask_quality(task, masks)
+    assert out["exact_match"] == 0.75 and out["tpr"] == pytest.approx(15 / 16)
+    summary = structured.summarize([{"exact_match": 0.75}, {"exact_match": 0.25}])
+    assert summary["exact_match"] == 0.5 and summary["exact_match_seeds"] == [0.75, 0.25]
+    assert summary["exact_match_std"] == pytest.approx(np.std([0.75, 0.25], ddof=1))
+    assert structured.summarize([{"tpr": 0.5}])["tpr_std"] is None
+    # Random masks: k features a row, seeded.
+    random = structured.random_masks(task, 0)
+    assert (random.sum(axis=1) == 4).all()
+    np.testing.assert_array_equal(random, structured.random_masks(task, 0))
+
+
+def test_the_sointer_entry_is_skipped_without_the_class(monkeypatch):
+    monkeypatch.delattr(sk_sointer, "SOInterExplainer", raising=False)
+    runnable, skipped = registry.available_methods(["sointer", "l2x"])
+    assert runnable == ["l2x"] and "no SOInterExplainer" in skipped["sointer"]

@@ -19,4 +19,7 @@ the selector network (the cost of the scikit-learn wrapper).
 
 :mod:`.run` runs the (data set, method) pairs, recording a failing method with an ``error``
 field and going on; :mod:`.report` saves the records as JSON and renders the README table.
+
+:mod:`.structured` is SOInter's benchmark: one output of a multi-label black box (SOInter's
+E1 and E2, and yeast) explained by SOInter, by L2X and the peers on that output alone.
 """

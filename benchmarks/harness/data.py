@@ -141,11 +141,24 @@ class _BinaryProba(nn.Module):
         return torch.cat([1 - positive, positive], dim=1)
 
 
-def mlp_to_torch(model):
+class _Column(nn.Module):
+    """One column of its input, kept two-dimensional."""
+
+    def __init__(self, column):
+        super().__init__()
+        self.column = column
+
+    def forward(self, x):
+        return x[:, self.column : self.column + 1]
+
+
+def mlp_to_torch(model, *, label=None):
     """A ``torch.nn.Sequential`` computing ``model.predict_proba`` with the same weights.
 
     captum's gradient and sampling methods need a torch model; the copy returns the
-    probabilities of every class (two columns for a binary problem), in float32.
+    probabilities of every class (two columns for a binary problem), in float32. For a
+    multi-label classifier, ``label`` picks one label: the copy returns its ``[1 - p, p]``,
+    the probabilities of a binary classifier of that label alone.
     """
     check_is_fitted(model)
     if not isinstance(model, MLPClassifier):
@@ -165,10 +178,13 @@ def mlp_to_torch(model):
         layers.append(nn.Softmax(dim=1))
     elif model.out_activation_ == "logistic" and model.n_outputs_ == 1:
         layers.append(_BinaryProba())
+    elif model.out_activation_ == "logistic" and label is not None:
+        layers += [_Column(label), _BinaryProba()]
     else:
         raise ValueError(
-            f"mlp_to_torch supports binary and multiclass classifiers; got output activation "
-            f"{model.out_activation_!r} with {model.n_outputs_} outputs (multilabel)."
+            f"mlp_to_torch supports binary and multiclass classifiers, and one label of a "
+            f"multilabel one (label=); got output activation {model.out_activation_!r} with "
+            f"{model.n_outputs_} outputs (multilabel)."
         )
     return nn.Sequential(*layers).eval()
 

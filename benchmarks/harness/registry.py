@@ -4,6 +4,10 @@ An entry is all the harness knows about a method: the label of its table rows, t
 it needs, how to build it (our amortized explainers: an estimator fitted once) or run it
 (the per-row peers: an attribution function), the k its masks are judged with, and the key
 of its parameters in a profile. Adding a method is adding an entry to :data:`METHODS`.
+
+Methods that explain one output of a multi-output black box given whole (SOInter, with
+``target_output=True``) run only in the structured-output benchmark (:mod:`.structured`);
+the single-output benchmarks leave them out.
 """
 
 import importlib
@@ -52,6 +56,12 @@ class Method:
     k_for : callable, default=dataset_k
         ``k_for(spec)``: the k the method's masks have on a data set; ``None`` for the
         method's own thresholded selection.
+    requires : str, default=None
+        An attribute of ``package`` the method needs (a class that not every version
+        has); without it the method is skipped, like one whose package is missing.
+    target_output : bool, default=False
+        Ours that explain one output of a multi-output black box: ``estimator`` also
+        takes ``target=`` and is fitted on the whole model.
     """
 
     name: str
@@ -61,6 +71,8 @@ class Method:
     attribute: Callable = None
     params_key: str = None
     k_for: Callable = dataset_k
+    requires: str = None
+    target_output: bool = False
 
     def __post_init__(self):
         if (self.estimator is None) == (self.attribute is None):
@@ -79,6 +91,12 @@ class Method:
         return runner(self, spec, data, profile, device)
 
 
+def _sointer(**params):
+    # Looked up when called, so that the registry imports with a sk_sointer that has no
+    # SOInterExplainer (the entry's ``requires`` then skips the method).
+    return sk_sointer.SOInterExplainer(**params)
+
+
 METHODS = {
     method.name: method
     for method in [
@@ -86,6 +104,8 @@ METHODS = {
                params_key="l2x"),
         Method("realx", "REAL-X", "sk_sointer", estimator=sk_sointer.RealXExplainer,
                params_key="realx", k_for=thresholded_on_control_flow),
+        Method("sointer", "SOInter", "sk_sointer", estimator=_sointer, params_key="sointer",
+               requires="SOInterExplainer", target_output=True),
         Method("shap_kernel", "KernelSHAP (shap)", "shap", attribute=peers.shap_kernel),
         Method("lime", "LIME", "lime", attribute=peers.lime_tabular),
         Method("saliency", "Saliency (captum)", "captum", attribute=peers.saliency),
@@ -97,11 +117,13 @@ METHODS = {
 }
 
 
-def method_names(*, amortized=None):
+def method_names(*, amortized=None, target_output=False):
     """Names of the registered methods, in table order; only ours (``amortized=True``) or
-    only the peers (``False``) on request."""
+    only the peers (``False``) on request. By default without the methods that explain one
+    output of a multi-output model (``target_output=True``: only those; ``None``: all)."""
     return [name for name, method in METHODS.items()
-            if amortized is None or method.amortized == amortized]
+            if (amortized is None or method.amortized == amortized)
+            and (target_output is None or method.target_output == target_output)]
 
 
 def peer_packages():
@@ -116,11 +138,14 @@ def available_methods(names=None):
     for name in names or method_names():
         if name not in METHODS:
             raise ValueError(f"Unknown method {name!r}; the methods are {', '.join(METHODS)}.")
-        package = METHODS[name].package
+        method = METHODS[name]
         try:
-            importlib.import_module(package)
+            module = importlib.import_module(method.package)
         except ImportError as exc:
-            skipped[name] = f"{package} is not importable ({exc})"
+            skipped[name] = f"{method.package} is not importable ({exc})"
+            continue
+        if method.requires and not hasattr(module, method.requires):
+            skipped[name] = f"{method.package} has no {method.requires}"
             continue
         runnable.append(name)
     return runnable, skipped
