@@ -143,12 +143,15 @@ class Masker:
         X = np.asarray(X)
         if out is None:
             out = np.empty(X.shape, dtype=np.float32)
-        step = _chunk_rows(X)
+        step, buffer = _chunk_rows(X), None
         for start in range(0, max(X.shape[0], 1), step):
-            self._standardize_chunk(X[start : start + step], out[start : start + step])
+            buffer = self._standardize_chunk(X[start : start + step], out[start : start + step],
+                                             buffer)
         return out
 
-    def _standardize_chunk(self, X, out):
+    def _standardize_chunk(self, X, out, buffer):
+        """Standardise ``X`` into ``out``; returns the float64 buffer of the detour (None
+        until one is needed) for the next chunk to reuse."""
         if X.dtype == np.float32:
             # This runs on every explained row: float32 arithmetic is twice as fast, and
             # only rows near float32's limit need the float64 detour below.
@@ -156,9 +159,11 @@ class Masker:
                 np.subtract(X, self._float32("mean_"), out=out)
                 np.divide(out, self._float32("scale_"), out=out)
             if _all_finite(out):
-                return
+                return buffer
+        if buffer is None or len(buffer) < len(X):
+            buffer = np.empty(X.shape, dtype=np.float64)
         with np.errstate(over="ignore"):
-            scaled = np.subtract(X, self.mean_, dtype=np.float64)
+            scaled = np.subtract(X, self.mean_, out=buffer[: len(X)])
             np.divide(scaled, self.scale_, out=scaled)
             np.copyto(out, scaled, casting="same_kind")
         if not _all_finite(out):
@@ -166,6 +171,7 @@ class Masker:
                 "X has values so far from the training data that they overflow float32 once "
                 "standardised."
             )
+        return buffer
 
     def _float32(self, name):
         key = (name, "float32")
@@ -235,8 +241,11 @@ def _column_mean_std(X):
             total += np.add.reduce(chunk, axis=0, dtype=np.float64)
         mean = total / n_rows
         squares = np.zeros(X.shape[1:], dtype=np.float64)
+        # One float64 buffer for every chunk: a fresh one per chunk would be mapped (and
+        # page-faulted) anew each time.
+        buffer = np.empty((min(step, n_rows),) + X.shape[1:], dtype=np.float64)
         for chunk in chunks:
-            deviation = np.subtract(chunk, mean, dtype=np.float64)
+            deviation = np.subtract(chunk, mean, out=buffer[: len(chunk)])
             np.multiply(deviation, deviation, out=deviation)
             squares += np.add.reduce(deviation, axis=0)
         spread = np.sqrt(squares / n_rows)
