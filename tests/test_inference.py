@@ -197,3 +197,36 @@ def test_fit_in_many_statistics_chunks_gives_the_same_explainer(xor_data, monkey
                                   reference.masker_.scale_.astype(np.float32))
     np.testing.assert_array_equal(chunked.transform(X), reference.transform(X))
     np.testing.assert_allclose(chunked.explain(X), reference.explain(X), rtol=1e-5, atol=1e-6)
+
+
+# -- the training loop ------------------------------------------------------------------
+
+
+def test_training_mode_is_set_only_where_it_changes(fitted):
+    """skorch sets the modes before every batch; modules already in the mode are skipped,
+    and a module whose own ``train`` keeps a part in evaluation mode is still set."""
+    _, explainers = fitted
+    net = explainers["l2x"].net_
+    net.module_.eval()
+    net._set_training(True)
+    assert all(m.training for name in ("module_", "approximator_")
+               for m in getattr(net, name).modules())
+    net._set_training(False)
+    assert not any(m.training for m in net.approximator_.modules())
+
+    class FrozenNorm(torch.nn.Sequential):
+        def train(self, mode=True):
+            super().train(mode)
+            self[1].eval()  # batch statistics frozen, as in fine-tuning
+            self.calls = getattr(self, "calls", 0) + 1
+            return self
+
+    original = net.approximator_
+    try:
+        net.approximator_ = FrozenNorm(torch.nn.Linear(6, 6), torch.nn.BatchNorm1d(6))
+        net._set_training(True)
+        net._set_training(True)
+        assert net.approximator_.calls == 2 and not net.approximator_[1].training
+        assert net.approximator_[0].training
+    finally:
+        net.approximator_ = original

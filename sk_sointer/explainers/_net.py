@@ -119,6 +119,20 @@ class SelectorJudgeNet(NeuralNet):
             param.grad = grad  # replaces, so nothing from a previous step accumulates
         optimizer.step()
 
+    def _set_training(self, training=True):
+        """Set the modules' training mode, skipping those already entirely in it.
+
+        skorch calls this before every batch; ``nn.Module.train`` walks and re-sets every
+        submodule through ``nn.Module.__setattr__`` even when nothing changes, a cost per
+        step that a plain torch loop does not pay. A module with any submodule in the other
+        mode (one whose ``train`` keeps a part in evaluation mode, say) is set as before.
+        """
+        for name in self._modules + self._criteria:
+            module = getattr(self, name + "_")
+            if isinstance(module, torch.nn.Module) and any(
+                    sub.training != training for sub in module.modules()):
+                module.train(training)
+
     def get_iterator(self, dataset, training=False):
         """Batches sliced from whole tensors (see :class:`_IndexBatches`) when the dataset
         holds arrays, skorch's DataLoader otherwise."""
