@@ -1,19 +1,22 @@
 """Amortized instance-wise feature selection for black-box models, with a scikit-learn API."""
 
-from ._networks import MLP
+from ._networks import MLP, EnergyMLP
 from ._persist import load, save
 from .black_box import BlackBox, as_black_box
-from .explainers import L2XExplainer, RealXExplainer
+from .explainers import EnergyNet, L2XExplainer, RealXExplainer, SOInterExplainer
 from .metrics import EvalXEvaluator
 
 __version__ = "0.1.0"
 
 __all__ = [
     "BlackBox",
+    "EnergyMLP",
+    "EnergyNet",
     "EvalXEvaluator",
     "L2XExplainer",
     "MLP",
     "RealXExplainer",
+    "SOInterExplainer",
     "__version__",
     "as_black_box",
     "load",

@@ -140,3 +140,91 @@ def build_network(factory, in_features, out_features, input_shape=None):
             f"{type(module).__name__}."
         )
     return module
+
+
+class EnergyMLP(BaseEstimator):
+    """Factory of energy networks ``E(x, y)`` over an input row and an output configuration.
+
+    The configuration arrives encoded as features ``phi(y)`` (one column per value of each
+    output, and products of those of every pair of outputs: see
+    :class:`~sk_sointer.EnergyNet`). The energy has the form of a Deep Value Network
+    (Gygli et al., 2017) with input-dependent pair terms:
+
+    .. math:: E(x, y) = -\\langle a(x), \\phi(y) \\rangle - g(\\phi(y)),
+
+    where ``a`` is a perceptron of the row, one coefficient per encoding column, so that
+    the row decides both how much each output value and how much each pair of values is
+    worth, and ``g``, a perceptron of the configuration alone, scores label interactions
+    that hold for every row (DVN's global term). Lower energy means a more likely
+    configuration. Being linear in ``phi(y)`` given ``a(x)``, the energies of all the
+    configurations of a batch are one matrix product.
+
+    Parameters
+    ----------
+    hidden_units : tuple of int, default=(100, 100)
+        Hidden layers of ``a(x)``.
+
+    activation : str, default="relu"
+        Non-linearity of ``a(x)`` (see :class:`MLP`).
+
+    global_units : int, default=16
+        Hidden units of ``g`` (softplus, as in DVN); 0 leaves the global term out.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sk_sointer import EnergyMLP
+    >>> energy = EnergyMLP(hidden_units=(8,))(in_features=3, out_features=5)
+    >>> energy(torch.zeros(4, 3), torch.ones(4, 5)).shape
+    torch.Size([4])
+    >>> energy.table(torch.zeros(4, 3), torch.ones(6, 5)).shape
+    torch.Size([4, 6])
+    """
+
+    def __init__(self, hidden_units=(100, 100), activation="relu", global_units=16):
+        self.hidden_units = hidden_units
+        self.activation = activation
+        self.global_units = global_units
+
+    def __call__(self, in_features, out_features, input_shape=None):
+        if int(self.global_units) < 0:
+            raise ValueError(f"global_units should be >= 0; got {self.global_units!r}.")
+        local = MLP(self.hidden_units, activation=self.activation)(in_features, out_features)
+        interaction = None
+        if self.global_units:
+            interaction = nn.Sequential(
+                nn.Linear(out_features, int(self.global_units)),
+                nn.Softplus(),
+                nn.Linear(int(self.global_units), 1),
+            )
+        return _Energy(local, interaction)
+
+    def __sklearn_is_fitted__(self):
+        return True
+
+
+class _Energy(nn.Module):
+    """``E(x, y) = -<a(x), phi(y)> - g(phi(y))`` (see :class:`EnergyMLP`)."""
+
+    def __init__(self, local, interaction):
+        super().__init__()
+        self.local = local
+        self.interaction = interaction
+
+    def _global(self, phi):
+        if self.interaction is None:
+            return phi.new_zeros(phi.shape[:-1])
+        return self.interaction(phi).squeeze(-1)
+
+    def forward(self, x, phi):
+        """Energies of one configuration per row (``phi`` of shape ``(B, F)``, gives
+        ``(B,)``) or of several per row (``(B, C, F)``, gives ``(B, C)``)."""
+        coefficients = self.local(x)
+        if phi.dim() == 3:
+            coefficients = coefficients.unsqueeze(1)
+        return -(coefficients * phi).sum(-1) - self._global(phi)
+
+    def table(self, x, phi):
+        """Energies of every row with every configuration of a shared table ``phi`` of
+        shape ``(K, F)``: ``(B, K)``."""
+        return -self.local(x) @ phi.T - self._global(phi)

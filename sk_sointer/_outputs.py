@@ -97,6 +97,46 @@ class OutputSpec:
             columns["categorical"],
         )
 
+    @property
+    def n_states(self):
+        """Number of values of every discrete output (classes; 2 for a Bernoulli output).
+
+        Raises ``ValueError`` when an output is real-valued."""
+        if "real" in self.kinds:
+            raise ValueError(
+                "the black box has real-valued outputs; only discrete outputs (classes, "
+                "labels) have states."
+            )
+        return tuple(
+            stop - start if kind == "categorical" else 2
+            for kind, (start, stop) in zip(self.kinds, self.blocks)
+        )
+
+    def labels(self, outputs):
+        """The value of every discrete output, from output columns (probabilities):
+        ``(n_samples, n_outputs)`` int64 codes, the argmax of a categorical block (the
+        column index within the block) and ``p > 0.5`` for a Bernoulli output."""
+        outputs = np.asarray(outputs)
+        self.n_states  # noqa: B018 - refuses real-valued outputs
+        codes = np.empty((outputs.shape[0], self.n_outputs), dtype=np.int64)
+        for i, (kind, (start, stop)) in enumerate(zip(self.kinds, self.blocks)):
+            if kind == "categorical":
+                codes[:, i] = outputs[:, start:stop].argmax(axis=1)
+            else:
+                codes[:, i] = outputs[:, start] > 0.5
+        return codes
+
+    def state_probabilities(self, outputs):
+        """Every discrete output's distribution over its values, side by side: ``(n_samples,
+        sum(n_states))`` float32 (a Bernoulli column ``p`` becomes ``[1 - p, p]``)."""
+        outputs = np.asarray(outputs, dtype=np.float32)
+        self.n_states  # noqa: B018 - refuses real-valued outputs
+        blocks = []
+        for kind, (start, stop) in zip(self.kinds, self.blocks):
+            block = outputs[:, start:stop]
+            blocks.append(block if kind == "categorical" else np.hstack([1 - block, block]))
+        return np.hstack(blocks)
+
     def select(self, target):
         """The same spec with ``target`` as the output to explain (validated)."""
         if target is None:

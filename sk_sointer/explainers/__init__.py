@@ -1,6 +1,8 @@
 """The explainers, one private module per method."""
 
+from ._energy import EnergyNet
 from ._l2x import L2XExplainer
 from ._realx import RealXExplainer
+from ._sointer import SOInterExplainer
 
-__all__ = ["L2XExplainer", "RealXExplainer"]
+__all__ = ["EnergyNet", "L2XExplainer", "RealXExplainer", "SOInterExplainer"]

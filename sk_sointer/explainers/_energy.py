@@ -1,0 +1,369 @@
+"""An energy network over a model's joint outputs: SOInter's surrogate of a structured model.
+
+:class:`EnergyNet` learns ``E(x, y)`` so that the distribution ``q(y | x) ∝ exp(-E(x, y))``
+over the *joint* configurations ``y`` of a model's discrete outputs imitates the model:
+its lowest energy sits at the model's prediction for ``x``, and the energy of a
+configuration tells how far the model is from predicting it. SOInter (eq. 5) reads the
+model's structure (how outputs depend on each other) off such a network.
+
+A configuration is a vector of output codes (a class index per output, 0/1 per label). The
+networks see it encoded as ``phi(y)``: per output one column per value (one column, the
+label, for a binary output), then the products of the columns of every pair of outputs,
+so that an energy linear in ``phi`` can still couple outputs.
+
+Two losses, on a set of candidate configurations per row:
+
+- ``"likelihood"``: the cross-entropy of ``q(y | x)`` at the model's configuration, the
+  candidates being every configuration when there are at most ``max_configurations`` of
+  them (exact), else the model's configuration, its neighbours (one output changed) and
+  ``n_candidates`` random ones;
+- ``"value"``: Deep Value Network regression (Gygli et al., 2017): ``sigmoid(-E(x, y))``
+  fitted to the oracle value ``1 - Hamming(y, y_model) / n_outputs`` of each candidate.
+"""
+
+import itertools
+from numbers import Integral
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from skorch import NeuralNet
+from skorch.dataset import unpack_data
+from skorch.utils import to_tensor
+
+from .._networks import EnergyMLP, build_network
+from ._net import index_batches
+
+
+class Configurations:
+    """The joint configurations of discrete outputs with ``states[i]`` values each.
+
+    Parameters
+    ----------
+    states : sequence of int
+        Number of values of every output (>= 2).
+    """
+
+    def __init__(self, states):
+        self.states = tuple(int(s) for s in states)
+        if not self.states or min(self.states) < 2:
+            raise ValueError(f"every output needs at least 2 values; got states {self.states}.")
+        # Unary columns of each output: one (the label) for a binary output, else one per value.
+        self.widths = tuple(1 if s == 2 else s for s in self.states)
+        self.offsets = np.concatenate([[0], np.cumsum(self.widths)[:-1]]).astype(int)
+        self.n_unary = int(sum(self.widths))
+        owner = np.repeat(np.arange(len(self.states)), self.widths)
+        first, second = np.triu_indices(self.n_unary, k=1)
+        keep = owner[first] != owner[second]  # pairs of columns of two different outputs
+        self._pairs = (torch.as_tensor(first[keep]), torch.as_tensor(second[keep]))
+        self.n_encoding = self.n_unary + int(keep.sum())
+        # Row ``offset_i + v`` of this table is the unary encoding of value v of output i.
+        self._state_offsets = torch.as_tensor(np.concatenate([[0], np.cumsum(self.states)[:-1]]))
+        table = torch.zeros(sum(self.states), self.n_unary)
+        for i, (s, offset) in enumerate(zip(self.states, self.offsets)):
+            start = int(self._state_offsets[i])
+            if s == 2:
+                table[start + 1, offset] = 1.0
+            else:
+                table[start : start + s, offset : offset + s] = torch.eye(s)
+        self._unary = table
+
+    @property
+    def n_outputs(self):
+        return len(self.states)
+
+    @property
+    def n_configurations(self):
+        return int(np.prod([float(s) for s in self.states]))
+
+    def all(self):
+        """Every configuration, ``(n_configurations, n_outputs)`` int64, in
+        ``itertools.product`` order (the last output varies fastest)."""
+        return torch.as_tensor(list(itertools.product(*map(range, self.states))), dtype=torch.long)
+
+    def index(self, codes):
+        """Position of configurations ``codes`` in :meth:`all` (mixed radix)."""
+        strides = np.concatenate([np.cumprod(self.states[::-1])[::-1][1:], [1]])
+        return (codes * torch.as_tensor(strides, device=codes.device)).sum(-1)
+
+    def encode(self, codes):
+        """``phi(y)`` of configurations ``codes`` (``(..., n_outputs)`` int): unary columns,
+        then the products of the unary columns of every pair of outputs, float32."""
+        unary_table = self._unary.to(codes.device)
+        rows = codes + self._state_offsets.to(codes.device)
+        unary = unary_table[rows].sum(-2)
+        first, second = (index.to(codes.device) for index in self._pairs)
+        return torch.cat([unary, unary[..., first] * unary[..., second]], dim=-1)
+
+    def neighbours(self, codes):
+        """Every configuration one output away from each row of ``codes``: ``(B, C, m)``
+        with ``C = sum(states) - n_outputs``."""
+        candidates = []
+        for i, s in enumerate(self.states):
+            for shift in range(1, s):
+                other = codes.clone()
+                other[:, i] = (other[:, i] + shift) % s
+                candidates.append(other)
+        return torch.stack(candidates, dim=1)
+
+    def random(self, n, device, generator=None):
+        """``n`` configurations drawn uniformly, ``(n, n_outputs)``."""
+        columns = [torch.randint(s, (n,), device=device, generator=generator) for s in self.states]
+        return torch.stack(columns, dim=1)
+
+
+class EnergyNet(NeuralNet):
+    """skorch net learning an energy ``E(x, y)`` of a model's joint discrete outputs.
+
+    Fit it on rows (as the networks see them: standardised, possibly masked) and the
+    model's outputs on them as integer codes, ``(n_samples, n_outputs)``: the class index
+    of each output (0/1 for a label). Used by :class:`~sk_sointer.SOInterExplainer`, which
+    pre-trains it on full and masked rows; usable alone as a structured-output surrogate
+    (:meth:`predict` gives the configuration of lowest energy).
+
+    Parameters
+    ----------
+    module : callable, default=EnergyMLP()
+        Factory ``(in_features, encoding_width) -> module`` of the energy network; the
+        module is called as ``module(x, phi)`` and ``module.table(x, phi_table)`` (see
+        :class:`~sk_sointer.EnergyMLP`). Nested options: ``module__hidden_units=...``.
+    states : tuple of int, default=None
+        Number of values of each output; by default one more than the largest code seen
+        by ``fit`` for each output (at least 2).
+    loss : {"likelihood", "value"}, default="likelihood"
+        Training objective (see the module's documentation).
+    max_configurations : int, default=16384
+        Train and predict on every joint configuration when there are at most this many;
+        beyond, train on sampled candidates and predict by coordinate descent.
+    n_candidates : int, default=32
+        Random configurations per batch, besides the model's and its neighbours, when the
+        configurations are not enumerated.
+    max_epochs, batch_size, lr, optimizer, train_split, device, ... :
+        skorch's own parameters, with defaults suited to small tabular problems:
+        ``max_epochs=50``, ``batch_size=128``, ``lr=1e-3``, Adam, no validation split.
+    """
+
+    def __init__(self, module=EnergyMLP(), *, states=None, loss="likelihood",
+                 max_configurations=16384, n_candidates=32, max_epochs=50, batch_size=128,
+                 lr=1e-3, optimizer=torch.optim.Adam, train_split=None, verbose=0,
+                 criterion=torch.nn.Module, **kwargs):
+        self.states = states
+        self.loss = loss
+        self.max_configurations = max_configurations
+        self.n_candidates = n_candidates
+        # ``criterion`` is unused (the losses are computed in candidate_loss); skorch's
+        # parameters must hold one.
+        super().__init__(module, criterion=criterion, max_epochs=max_epochs,
+                         batch_size=batch_size, lr=lr, optimizer=optimizer,
+                         train_split=train_split, verbose=verbose, **kwargs)
+
+    # -- set-up ------------------------------------------------------------------------
+
+    def fit(self, X, y=None, **fit_params):
+        """Fit on rows ``X`` and the model's outputs ``y``: integer codes ``(n_samples,
+        n_outputs)``, or per-output probabilities ``(n_samples, sum(states))`` (every
+        output's distribution over its values, side by side; ``states`` must be set). With
+        probabilities and enumerated configurations, the loss is the cross-entropy of
+        ``q``'s per-output marginals against them, which carries the model's confidence
+        into the energies; otherwise the configuration of most probable values is fitted
+        with ``loss``."""
+        targets = self._check_targets(y, X)
+        if not self.warm_start or not self.initialized_:
+            states = self.states
+            if states is None:
+                states = np.maximum(targets.max(axis=0) + 1, 2)
+            self.configurations_ = Configurations(states)
+            self.in_features_ = np.asarray(X).shape[1]
+        return super().fit(X, targets, **fit_params)
+
+    def _check_targets(self, y, X):
+        if self.loss not in ("likelihood", "value"):
+            raise ValueError(f"loss should be 'likelihood' or 'value'; got {self.loss!r}.")
+        if not isinstance(self.max_configurations, Integral) or self.max_configurations < 1:
+            raise ValueError("max_configurations should be a positive int.")
+        if y is None:
+            raise ValueError("EnergyNet.fit needs the model's outputs on X as y.")
+        targets = np.asarray(y)
+        if targets.ndim == 1:
+            targets = targets[:, None]
+        if targets.ndim != 2 or len(targets) != len(X):
+            raise ValueError(
+                f"y should hold the model's outputs for each of the {len(X)} rows, shape "
+                f"(n_samples, n_outputs) or (n_samples, sum(states)); got shape "
+                f"{np.asarray(y).shape}."
+            )
+        if not np.isfinite(targets.astype(np.float64)).all() or targets.min() < 0:
+            raise ValueError("y should hold non-negative codes or probabilities.")
+        # Every output has two values or more, so probabilities are wider than codes.
+        if self.states is not None and targets.shape[1] == sum(self.states):
+            return targets.astype(np.float32)
+        if np.all(targets == np.round(targets)):
+            return targets.astype(np.int64)
+        raise ValueError(
+            "y holds probabilities: set states (the number of values of every output) and "
+            f"give sum(states) columns; got {targets.shape[1]} columns for states "
+            f"{self.states}."
+        )
+
+    def initialize_module(self):
+        factory = self.module
+        module_params = self.get_params_for("module")
+        if module_params and hasattr(factory, "set_params"):
+            from sklearn.base import clone
+
+            factory = clone(factory).set_params(**module_params)
+        self.module_ = build_network(factory, self.in_features_, self.configurations_.n_encoding)
+        return self
+
+    def get_iterator(self, dataset, training=False):
+        batches = index_batches(self, dataset, training)
+        return batches if batches is not None else super().get_iterator(dataset, training=training)
+
+    def initialize_criterion(self):
+        self.criterion_ = None  # the losses are computed in :meth:`candidate_loss`
+        return self
+
+    @property
+    def exact(self):
+        """Whether every configuration is enumerated."""
+        return self.configurations_.n_configurations <= self.max_configurations
+
+    def _table(self, device):
+        cache = self.__dict__.setdefault("_tables", {})
+        if device not in cache:
+            codes = self.configurations_.all().to(device)
+            cache[device] = (codes, self.configurations_.encode(codes))
+        return cache[device]
+
+    # -- training ----------------------------------------------------------------------
+
+    def candidate_loss(self, X, codes, proba=None):
+        """The training loss on rows ``X`` whose model configurations are ``codes`` (and,
+        when known, per-output probabilities ``proba``)."""
+        if proba is not None and self.exact:
+            log_marginals = self.log_marginals(X)
+            return -torch.cat(log_marginals, dim=1).mul(proba).sum(1).mean()
+        configurations = self.configurations_
+        if self.exact:
+            table, phi = self._table(X.device)
+            energies = self.module_.table(X, phi)
+            if self.loss == "likelihood":
+                return F.cross_entropy(-energies, configurations.index(codes))
+            candidates = table.unsqueeze(0)
+        else:
+            random = configurations.random(self.n_candidates, X.device)
+            candidates = torch.cat([
+                codes.unsqueeze(1),
+                configurations.neighbours(codes),
+                random.unsqueeze(0).expand(len(codes), -1, -1),
+            ], dim=1)
+            energies = self.module_(X, configurations.encode(candidates))
+            if self.loss == "likelihood":
+                # A random candidate equal to the model's configuration is not a rival.
+                duplicate = (candidates == codes.unsqueeze(1)).all(-1)
+                duplicate[:, 0] = False
+                scores = (-energies).masked_fill(duplicate, float("-inf"))
+                return F.cross_entropy(scores, torch.zeros_like(codes[:, 0]))
+        value = 1.0 - (candidates != codes.unsqueeze(1)).float().mean(-1)
+        value = value.expand_as(energies)
+        return F.binary_cross_entropy_with_logits(-energies, value)
+
+    def train_step_single(self, batch, **fit_params):
+        self.module_.train()
+        loss = self.candidate_loss(*self._batch(batch))
+        loss.backward()
+        return {"loss": loss, "y_pred": None}
+
+    def validation_step(self, batch, **fit_params):
+        self.module_.eval()
+        with torch.no_grad():
+            loss = self.candidate_loss(*self._batch(batch))
+        return {"loss": loss, "y_pred": None}
+
+    def _batch(self, batch):
+        """``(X, codes, proba)`` of a batch; ``proba`` is None when fitted on codes."""
+        X, targets = unpack_data(batch)
+        X = to_tensor(X, device=self.device).float()
+        targets = to_tensor(targets, device=self.device)
+        if targets.is_floating_point():
+            return X, self.codes_of(targets), targets
+        return X, targets.long(), None
+
+    def codes_of(self, proba):
+        """The most probable value of every output, from per-output probabilities."""
+        blocks = proba.split(list(self.configurations_.states), dim=1)
+        return torch.stack([block.argmax(dim=1) for block in blocks], dim=1)
+
+    # -- inference ---------------------------------------------------------------------
+
+    def energy(self, X, codes):
+        """``E(x, y)`` of rows ``X`` (tensor, the net's input space) with configurations
+        ``codes`` (``(B, n_outputs)`` tensor, or ``(B, C, n_outputs)`` for several per row)."""
+        return self.module_(X, self.configurations_.encode(codes))
+
+    def argmin(self, X):
+        """The configuration of lowest energy for every row of the tensor ``X``: exact when
+        the configurations are enumerated, else coordinate descent from the all-zero
+        configuration (each output set in turn to its best value given the others, until
+        nothing changes)."""
+        if self.exact:
+            table, phi = self._table(X.device)
+            return table[self.module_.table(X, phi).argmin(dim=1)]
+        configurations = self.configurations_
+        codes = torch.zeros(len(X), configurations.n_outputs, dtype=torch.long, device=X.device)
+        for _ in range(20):
+            before = codes.clone()
+            for i, s in enumerate(configurations.states):
+                options = codes.unsqueeze(1).repeat(1, s, 1)
+                options[:, :, i] = torch.arange(s, device=X.device)
+                codes[:, i] = self.energy(X, options).argmin(dim=1)
+            if torch.equal(codes, before):
+                break
+        return codes
+
+    def log_marginals(self, X):
+        """Exact ``log q(y_i = v | x)`` per output (enumerated configurations only): a list
+        of ``(B, states[i])`` tensors."""
+        table, phi = self._table(X.device)
+        log_joint = torch.log_softmax(-self.module_.table(X, phi), dim=1)
+        return [
+            torch.stack([torch.logsumexp(log_joint[:, table[:, i] == v], dim=1) for v in range(s)],
+                        dim=1)
+            for i, s in enumerate(self.configurations_.states)
+        ]
+
+    def marginals(self, X):
+        """Per output, the probability of each value under ``q(y | x) ∝ exp(-E(x, y))``: a
+        list of ``(B, states[i])`` tensors. Exact when the configurations are enumerated;
+        else the conditional distribution of each output given the others at
+        :meth:`argmin` (an approximation)."""
+        configurations = self.configurations_
+        if self.exact:
+            return [log_marginal.exp() for log_marginal in self.log_marginals(X)]
+        codes = self.argmin(X)
+        result = []
+        for i, s in enumerate(configurations.states):
+            options = codes.unsqueeze(1).repeat(1, s, 1)
+            options[:, :, i] = torch.arange(s, device=X.device)
+            result.append(torch.softmax(-self.energy(X, options), dim=1))
+        return result
+
+    def predict(self, X):
+        """The configuration of lowest energy per row, ``(n_samples, n_outputs)`` int64."""
+        self.module_.eval()
+        with torch.inference_mode():
+            X = to_tensor(np.asarray(X, dtype=np.float32), device=self.device)
+            return self.argmin(X).cpu().numpy()
+
+    def predict_proba(self, X):
+        """The per-output marginal probabilities, concatenated: ``(n_samples,
+        sum(states))``."""
+        self.module_.eval()
+        with torch.inference_mode():
+            X = to_tensor(np.asarray(X, dtype=np.float32), device=self.device)
+            return torch.cat(self.marginals(X), dim=1).cpu().numpy()
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state.pop("_tables", None)
+        return state

@@ -1,0 +1,518 @@
+"""SOInter: explaining one output of a structured model through an energy network
+(Seyyedsalehi et al., "SOInter: A Novel Deep Energy Based Interpretation Method for
+Explaining Structured Output Models").
+
+A multi-output model predicts its outputs jointly, ``y_sb = M(x)``. To explain output
+``t``, an interpreter ``IN(x)`` (a selector network with the k-subset Concrete relaxation of
+L2X) picks ``k`` features; ``x~ = m(x, IN(x))`` keeps them and sets the others to the
+baseline, and ``y~ = M(x~)`` is the model's prediction on it. An energy network ``E(x, y)``,
+pre-trained to imitate the model's *joint* outputs on full and masked rows, scores the
+masked row; the interpreter minimises the hinge of eq. 8,
+
+    SL = max(0, E(x~, [y_sb_t, y~_-t]) - E(x~, [y~_t, y~_-t]) + 1[y~_t != y_sb_t]),
+
+which, on rows whose target the mask flipped, lowers the energy of the configuration with
+the model's full-input target among the *other outputs' masked-input predictions* below
+that of the model's actual masked-input configuration: the other outputs carry the
+model's structure into the explanation of ``t``. The model is never differentiated: it is
+re-queried on masked rows between epochs (Algorithm 1).
+"""
+
+import copy
+from numbers import Integral, Real
+
+import numpy as np
+import torch
+from sklearn.base import clone
+from sklearn.utils._param_validation import Interval, StrOptions
+from skorch.utils import to_tensor
+
+from .._docstrings import fill_doc
+from .._networks import MLP
+from .._utils import in_chunks, resolve_device
+from ..base import BaseExplainer
+from ..distributions import SubsetConcrete, topk_mask
+from ._energy import EnergyNet
+from ._net import SelectorJudgeNet
+
+
+class SOInterNet(SelectorJudgeNet):
+    """skorch net of the SOInter interpreter (``module_``) and its energy network.
+
+    It is fed the standardised rows; the targets hold the model's codes on the full rows
+    followed, with ``requery="epoch"``, by its codes on the rows masked by the latest
+    re-query (``(n, 2 * n_outputs)``) or, with ``requery="batch"``, by the row's index, the
+    model being queried in every step through :attr:`query`. The loss is the mean hinge
+    over a batch; ``optimizer_`` steps the interpreter only. With ``energy_refit``, every
+    step also takes one step of the energy network (its own ``energy_optimizer_``) on the
+    masked rows of the step and the model's codes on them, and on the full rows.
+    """
+
+    prefixes_ = [*SelectorJudgeNet.prefixes_, "energy_optimizer"]
+
+    # Set by the explainer for the length of a fit: ``query(row_index, group_masks)`` gives
+    # the model's codes on those training rows masked so (the per-batch re-query).
+    query = None
+
+    def __init__(self, module, *, energy, k, tau, target, objective="joint", margin="flips",
+                 energy_refit=False, straight_through=False, **kwargs):
+        self.straight_through = straight_through
+        self.energy = energy
+        self.k = k
+        self.tau = tau
+        self.target = target
+        self.objective = objective
+        self.margin = margin
+        self.energy_refit = energy_refit
+        super().__init__(module, **kwargs)
+
+    def initialize_optimizer(self, *args, **kwargs):
+        self.optimizer_ = self.module_optimizer("optimizer", self.module_)
+        self.energy_optimizer_ = self.module_optimizer("energy_optimizer", self.energy.module_)
+        return self
+
+    def train_step(self, batch, **fit_params):
+        X, codes = self.batch_tensors(batch)
+        self.module_.train()
+        self.energy.module_.eval()
+        hinge, hard, masked_proba = self.hinge(X, codes, training=True)
+        loss = hinge.mean()
+        self.step(self.optimizer_, loss, self.module_)
+        if self.energy_refit and masked_proba is not None:
+            rows = self.masked(X, hard)
+            self.energy.module_.train()
+            refit = self.energy.candidate_loss(rows, self.energy.codes_of(masked_proba), masked_proba)
+            self.step(self.energy_optimizer_, refit, self.energy.module_)
+        return {"loss": loss.detach(), "y_pred": None}
+
+    def validation_step(self, batch, **fit_params):
+        self.module_.eval()
+        self.energy.module_.eval()
+        X, codes = self.batch_tensors(batch)
+        with torch.no_grad():
+            loss = self.hinge(X, codes, training=False)[0].mean()
+        return {"loss": loss, "y_pred": None}
+
+    def hinge(self, X, codes, training):
+        """Per-row hinge for standardised rows ``X`` (eq. 8 with ``objective="joint"``),
+        with the hard group masks it used and the model's codes on the masked rows."""
+        n_outputs = codes.shape[1] - 1 if self.query is not None else codes.shape[1] // 2
+        full = codes[:, :n_outputs].long()
+        logits = self.module_(X)
+        if training:
+            relaxed = SubsetConcrete(self.tau, logits, self.k).rsample()
+            hard = topk_mask(relaxed.detach(), self.k)
+            # Straight through: the energy network sees k-hot masked rows, as in its
+            # training, and the gradient flows through the relaxation.
+            masks = hard + relaxed - relaxed.detach() if self.straight_through else relaxed
+        else:
+            masks = hard = topk_mask(logits, self.k)
+        masked_proba = None
+        if self.query is not None:
+            index = codes[:, n_outputs].long().cpu().numpy()
+            masked_proba = torch.as_tensor(self.query(index, hard.cpu().numpy()), device=X.device)
+            masked_codes = self.energy.codes_of(masked_proba)
+        else:
+            masked_codes = codes[:, n_outputs:].long()
+        rows = self.masked(X, masks)
+        t = self.target
+        flipped = (masked_codes[:, t] != full[:, t]).to(rows.dtype)
+        if self.objective == "marginal":
+            free = self.free_energies(rows)
+            e_kept = free.gather(1, full[:, t : t + 1]).squeeze(1)
+            if self.margin == "all":
+                rival = free.scatter(1, full[:, t : t + 1], float("inf")).min(dim=1).values
+                return torch.relu(e_kept - rival + 1.0), hard, masked_proba
+            e_masked = free.gather(1, masked_codes[:, t : t + 1]).squeeze(1)
+        else:
+            corrected = masked_codes.clone()
+            corrected[:, t] = full[:, t]
+            energies = self.energy.energy(
+                torch.cat([rows, rows]), torch.cat([corrected, masked_codes])
+            )
+            e_kept, e_masked = energies.chunk(2)
+        return torch.relu(e_kept - e_masked + flipped), hard, masked_proba
+
+    def free_energies(self, rows):
+        """``F(x, v) = -log sum_{y: y_t = v} exp(-E(x, y))`` for every value ``v`` of the
+        target: ``(B, states[target])``, the other outputs summed out."""
+        table, phi = self.energy._table(rows.device)
+        energies = self.energy.module_.table(rows, phi)
+        values = table[:, self.target]
+        n_values = self.energy.configurations_.states[self.target]
+        return torch.stack(
+            [-torch.logsumexp(-energies[:, values == v], dim=1) for v in range(n_values)], dim=1
+        )
+
+    def predict_masked(self, X, feature_masks):
+        """The energy network's per-output marginals on ``m(x, s)``, in the model's columns
+        (class probabilities; the probability of 1 for a label)."""
+        self.energy.module_.eval()
+        device = next(self.energy.module_.parameters()).device
+        with torch.inference_mode():
+            rows = self.masker.mask(X.to(device), feature_masks.to(device))
+            marginals = self.energy.marginals(rows)
+        columns = []
+        for kind, marginal in zip(self.output_spec.kinds, marginals):
+            columns.append(marginal[:, 1:] if kind == "bernoulli" else marginal)
+        return torch.cat(columns, dim=1)
+
+
+@fill_doc
+class SOInterExplainer(BaseExplainer):
+    """Explain one output of a multi-output (structured) model with SOInter.
+
+    For a model that predicts several discrete outputs jointly (a multi-label classifier,
+    a multi-output classifier, a structured predictor), the explainer learns which ``k``
+    features of a row decide output ``target``. It first pre-trains an energy network on
+    the model's joint outputs, on full rows and on rows with random features left out, so
+    that the network knows how the outputs depend on each other; it then trains an
+    interpreter network whose masked rows keep the model's prediction of the target, the
+    other outputs' predictions on the masked rows telling the energy network which target
+    value they are consistent with. The model is re-queried on the interpreter's masked
+    rows between epochs, never differentiated. Once fitted, explaining a row costs one
+    forward pass of the interpreter.
+
+    Parameters
+    ----------
+    target : int, default=0
+        Index of the output to explain, among the model's outputs (the columns of a
+        multi-label ``predict_proba``, the estimators of a ``MultiOutputClassifier``).
+
+    k : int, default=4
+        Number of features (or feature groups) selected per row (all of them, with a
+        warning, when ``k`` exceeds their number).
+
+    tau : float, default=0.5
+        Temperature of the interpreter's k-subset Concrete relaxation.
+
+    selector : callable, default=MLP(hidden_units=(100, 100))
+        Factory of the interpreter network (one logit per feature or group). Its random
+        initial weights give every row a different random starting subset (Algorithm 1
+        starts from random parameters), so that the first re-query flips the target on
+        many rows and the hinge has gradients.
+
+    energy : EnergyNet, default=EnergyNet()
+        The energy network and its training knobs, cloned and fitted by ``fit``:
+        ``energy__max_epochs``, ``energy__module__hidden_units``, ``energy__loss``, ...
+
+    energy_masks : int, default=4
+        Copies of every row, each with a random ``k``-subset kept and the rest at the
+        baseline, that the energy network is pre-trained on besides the full rows (with
+        the model's outputs on them): the hinge reads the energy on masked rows.
+
+    requery : {"sample", "topk"}, default="sample"
+        Masks on which the model is re-queried after every epoch: a fresh draw of ``k``
+        features from the interpreter's distribution per row (Gumbel top-k), or its
+        deterministic top-k (what ``transform`` returns). With ``"topk"``, a row whose
+        target is kept gives no gradient until the interpreter changes elsewhere; draws
+        keep flipping rows whose selection is uncertain.
+
+    n_iter_no_change : int, default=10
+        Stop when the fraction of training rows whose target the top-k masks flip has
+        not fallen for this many epochs; the interpreter of the best epoch is kept.
+
+    %(baseline)s
+
+    %(groups)s
+
+    max_epochs : int, default=50
+        Most outer iterations (an epoch of the interpreter, then a re-query of the model).
+
+    batch_size : int, default=256
+        Rows per step of the interpreter.
+
+    lr : float, default=1e-3
+        Learning rate of the interpreter.
+
+    weight_decay : float, default=1e-3
+        L2 penalty on the interpreter's weights.
+
+    %(optimizer)s
+
+    %(callbacks)s
+
+    %(train_split)s
+
+    %(device)s
+
+    %(data_on_device)s
+
+    %(random_state)s
+        It seeds both networks' initialisation, the masks and the relaxation's noise.
+
+    %(verbose)s
+
+    Attributes
+    ----------
+    net_ : SOInterNet
+        The fitted interpreter; its history holds per epoch ``train_loss`` (the mean
+        hinge), ``flip_rate`` (rows whose target the re-query's masks flipped) and
+        ``topk_flip_rate`` (the same for the top-k masks).
+
+    energy_net_ : EnergyNet
+        The fitted energy network (also ``net_.energy``).
+
+    flip_rate_ : float
+        Fraction of the training rows whose target the top-k masks of the kept epoch
+        flip: one minus the post-hoc accuracy on the target, on the training rows.
+
+    n_iter_ : int
+        Epochs run.
+
+    black_box_ : BlackBox
+        The adapted model (SOInter must query it; it cannot be fitted on outputs).
+
+    %(k_)s
+
+    %(output_spec_)s
+
+    %(masker_)s
+
+    %(n_features_in_)s
+
+    %(feature_names_in_)s
+
+    See Also
+    --------
+    L2XExplainer : The same interpreter for one output, trained against an approximator.
+
+    Notes
+    -----
+    The hinge is zero on every row whose masked target agrees with the full-input one, so
+    the interpreter learns from the rows it gets wrong; ``flip_rate`` in the history shows
+    how many there are. The energy network is only trusted near the rows it was trained
+    on, which is why it is pre-trained on masked rows as well. :meth:`score` is the
+    model's agreement on the target output between masked and full rows.
+
+    References
+    ----------
+    .. [1] S. Seyyedsalehi, M. Soleymani, H. Rabiee and M. Mohammadi, "SOInter: A Novel
+       Deep Energy Based Interpretation Method for Explaining Structured Output Models",
+       2022.
+    """
+
+    _requires_model = True
+
+    _parameter_constraints: dict = {
+        **BaseExplainer._parameter_constraints,
+        "target": [Integral],
+        "k": [Interval(Integral, 1, None, closed="left")],
+        "tau": [Interval(Real, 0, None, closed="neither")],
+        "selector": [callable],
+        "energy": [EnergyNet],
+        "energy_masks": [Interval(Integral, 0, None, closed="left")],
+        "requery": [StrOptions({"batch", "sample", "topk"})],
+        "objective": [StrOptions({"joint", "marginal"})],
+        "margin": [StrOptions({"flips", "all"})],
+        "energy_refit": ["boolean"],
+        "straight_through": ["boolean"],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "groups": ["array-like", None],
+    }
+
+    def __init__(
+        self,
+        target=0,
+        k=4,
+        *,
+        tau=0.5,
+        selector=MLP(hidden_units=(100, 100)),
+        energy=EnergyNet(),
+        energy_masks=4,
+        requery="sample",
+        objective="joint",
+        margin="flips",
+        energy_refit=False,
+        straight_through=False,
+        n_iter_no_change=10,
+        baseline="mean",
+        groups=None,
+        max_epochs=50,
+        batch_size=256,
+        lr=1e-3,
+        weight_decay=1e-3,
+        optimizer="adam",
+        callbacks=None,
+        train_split=None,
+        device="auto",
+        data_on_device=True,
+        random_state=None,
+        verbose=0,
+    ):
+        self.target = target
+        self.k = k
+        self.tau = tau
+        self.selector = selector
+        self.energy = energy
+        self.energy_masks = energy_masks
+        self.requery = requery
+        self.objective = objective
+        self.margin = margin
+        self.energy_refit = energy_refit
+        self.straight_through = straight_through
+        self.n_iter_no_change = n_iter_no_change
+        self.baseline = baseline
+        self.groups = groups
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.lr = lr
+        self.weight_decay = weight_decay
+        self.optimizer = optimizer
+        self.callbacks = callbacks
+        self.train_split = train_split
+        self.device = device
+        self.data_on_device = data_on_device
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # -- fit -----------------------------------------------------------------------------
+
+    def _check_params(self, problem):
+        super()._check_params(problem)
+        spec = problem.output_spec
+        if spec.n_outputs < 2:
+            raise ValueError(
+                "SOInterExplainer explains one output of a model with several outputs (a "
+                f"multi-label or multi-output model); this black box has {spec.n_outputs} "
+                "output. Use L2XExplainer or RealXExplainer for a single-output model."
+            )
+        if "real" in spec.kinds:
+            raise ValueError(
+                "SOInterExplainer explains discrete outputs (classes, labels); this black box "
+                f"has real-valued outputs (kinds {spec.kinds})."
+            )
+
+    def _pretrain(self, problem, X, X_scaled, targets):
+        spec = problem.output_spec
+        masker = problem.masker
+        rows = [X_scaled]
+        proba = [spec.state_probabilities(targets)]
+        for _ in range(self.energy_masks):
+            masks = masker.expand(_random_subsets(len(X), masker.n_groups_, self.k_))
+            rows.append(masker.mask(torch.as_tensor(X_scaled), torch.as_tensor(masks)).numpy())
+            proba.append(self._query(problem, X, masks))
+        energy = clone(self.energy).set_params(
+            states=spec.n_states, device=resolve_device(self.device), verbose=max(self.verbose - 1, 0)
+        )
+        self.energy_net_ = energy.fit(np.concatenate(rows), np.concatenate(proba))
+
+    def _build_net(self, problem, **net_params):
+        return SOInterNet(
+            self.selector,
+            energy=self.energy_net_,
+            k=self.k_,
+            tau=self.tau,
+            target=problem.target,
+            objective=self.objective,
+            margin=self.margin,
+            energy_refit=self.energy_refit,
+            straight_through=self.straight_through,
+            **problem.net_params(),
+            **net_params,
+        )
+
+    def _train(self, problem, X, net_input, targets):
+        """Algorithm 1: epochs of the interpreter on the hinge, the model re-queried on its
+        masks (per batch, or between epochs); the interpreter with the fewest top-k target
+        flips on the training rows is kept."""
+        net = self.net_
+        target = problem.target
+        full = problem.output_spec.labels(targets)
+        net.initialize()
+        per_batch = self.requery == "batch"
+        if per_batch:
+            codes = np.hstack([full, np.arange(len(X))[:, None]]).astype(np.float64)
+            net.query = lambda index, masks: self._query(
+                problem, X[index], problem.masker.expand(masks)
+            )
+        else:
+            masked = self._requery(problem, X, net_input, sample=self.requery == "sample")
+        best_rate, best_state, stale = np.inf, None, 0
+        try:
+            for _ in range(self.max_epochs):
+                if not per_batch:
+                    codes = np.hstack([full, masked]).astype(np.float32)
+                net.partial_fit(net_input, codes, epochs=1)
+                topk = self._requery(problem, X, net_input, sample=False)
+                topk_rate = float(np.mean(topk[:, target] != full[:, target]))
+                if not per_batch:
+                    masked = topk
+                    if self.requery == "sample":
+                        masked = self._requery(problem, X, net_input, sample=True)
+                    net.history.record("flip_rate", float(np.mean(masked[:, target] != full[:, target])))
+                net.history.record("topk_flip_rate", topk_rate)
+                if topk_rate < best_rate:
+                    best_rate, stale = topk_rate, 0
+                    best_state = copy.deepcopy(net.module_.state_dict())
+                else:
+                    stale += 1
+                    if stale >= self.n_iter_no_change:
+                        break
+        finally:
+            net.query = None
+        net.module_.load_state_dict(best_state)
+        self.flip_rate_ = best_rate
+        self.n_iter_ = len(net.history)
+
+    def _requery(self, problem, X, net_input, *, sample):
+        """The model's codes on rows masked by the interpreter's top-k (``sample=False``)
+        or by a Gumbel top-k draw per row."""
+        net = self.net_
+        net.module_.eval()
+        device = next(net.module_.parameters()).device
+
+        def group_masks(rows):
+            with torch.no_grad():
+                logits = net.module_(to_tensor(rows, device=device))
+                if sample:
+                    noise = -torch.log(-torch.log(torch.rand_like(logits).clamp_min(1e-20)))
+                    logits = logits + noise
+                return topk_mask(logits, self.k_).cpu().numpy()
+
+        masks = problem.masker.expand(in_chunks(group_masks, net_input))
+        outputs = in_chunks(problem.black_box.predict, problem.masker.mask_raw(X, masks))
+        return problem.output_spec.labels(outputs)
+
+    @staticmethod
+    def _query(problem, X, masks):
+        """The model's per-output distributions over values (``OutputSpec.
+        state_probabilities``) on ``X`` with ``masks`` kept and the rest at the baseline."""
+        outputs = in_chunks(problem.black_box.predict, problem.masker.mask_raw(X, masks))
+        return problem.output_spec.state_probabilities(outputs)
+
+    # -- scoring -------------------------------------------------------------------------
+
+    def score(self, X, y=None):
+        """Post-hoc accuracy on the target output: the fraction of rows of ``X`` whose
+        target the model predicts the same on ``m(x, mask)`` (left-out features at the
+        baseline) as on ``x``. Higher is better.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : None
+            Ignored: SOInter always holds the model.
+
+        Returns
+        -------
+        score : float
+        """
+        masks = self.transform(X)
+        X = self._validate_transform_input(X)
+        if self.black_box_ is None:
+            raise ValueError(
+                "This SOInterExplainer has no black box (it was left out when the explainer "
+                "was saved); set black_box_ = as_black_box(model) to score it."
+            )
+        model = self.black_box_.predict
+        spec = self.output_spec_
+        full = spec.labels(in_chunks(model, X))[:, spec.target]
+        masked = spec.labels(in_chunks(model, self.masker_.mask_raw(X, masks)))[:, spec.target]
+        return float(np.mean(full == masked))
+
+
+def _random_subsets(n_rows, n_groups, k):
+    """0/1 masks over groups with ``k`` drawn uniformly without replacement per row."""
+    order = torch.rand(n_rows, n_groups).argsort(dim=1)[:, :k]
+    return torch.zeros(n_rows, n_groups).scatter_(1, order, 1.0).numpy()
