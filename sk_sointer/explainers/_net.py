@@ -129,9 +129,8 @@ class SelectorJudgeNet(NeuralNet):
         """
         for name in self._modules + self._criteria:
             module = getattr(self, name + "_")
-            if isinstance(module, torch.nn.Module) and any(
-                    sub.training != training for sub in module.modules()):
-                module.train(training)
+            if isinstance(module, torch.nn.Module):
+                set_mode(module, training)
 
     def get_iterator(self, dataset, training=False):
         """Batches sliced from whole tensors (see :class:`_IndexBatches`) when the dataset
@@ -192,6 +191,14 @@ def index_batches(net, dataset, training, *, on_device=True):
             )
             X, y = tensors
     return _IndexBatches(X, y, net.batch_size, shuffle=training, skip_single_last=training)
+
+
+def set_mode(module, training):
+    """``module.train(training)``, skipped when the module and every submodule are already
+    in that mode: ``train`` re-sets each submodule through the slow ``nn.Module.__setattr__``
+    even when nothing changes, and training steps set modes on every batch."""
+    if any(sub.training != training for sub in module.modules()):
+        module.train(training)
 
 
 class _IndexBatches:

@@ -13,7 +13,7 @@ import math
 import torch
 
 from .._outputs import output_loss
-from ._net import SelectorJudgeNet
+from ._net import SelectorJudgeNet, set_mode
 
 
 def random_masks(n_rows, n_groups, device):
@@ -42,7 +42,7 @@ def predictor_step(net, predictor, optimizer, X, targets, lr_factor):
     """
     for group in optimizer.param_groups:
         group["lr"] = group.setdefault("base_lr", group["lr"]) * lr_factor
-    predictor.train()
+    set_mode(predictor, True)
     optimizer.zero_grad()
     loss = random_mask_loss(net, predictor, X, targets)
     loss.backward()

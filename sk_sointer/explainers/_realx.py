@@ -25,7 +25,7 @@ from .._docstrings import fill_doc
 from .._networks import MLP
 from ..base import BaseExplainer
 from ..distributions import RebarBernoulli
-from ._net import SelectorJudgeNet
+from ._net import SelectorJudgeNet, set_mode
 from ._random_mask import cosine_factor, log_likelihood, predictor_step, random_mask_loss
 
 
@@ -101,11 +101,11 @@ class RealXNet(SelectorJudgeNet):
 
     def _selector_step(self, X, targets):
         """One REBAR step of the selector against the fixed predictor (Algorithm 1)."""
-        self.module_.train()
+        set_mode(self.module_, True)
         # Evaluation mode: batch statistics of the predictor must come from the random masks
         # it was trained on, not from the selector's masks (the reference code uses
         # training mode here).
-        self.predictor_.eval()
+        set_mode(self.predictor_, False)
         logits = self.module_(X)
         selection = RebarBernoulli(self.tau, logits)
         draw = selection.rebar_sample()  # eqs. 8-10
