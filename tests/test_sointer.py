@@ -249,3 +249,19 @@ def test_l2x_is_unaffected_by_the_target_machinery(e1, multilabel_model):
         X, black_box=multilabel_model
     )
     assert 0 <= expl.score(X) <= 1
+
+
+def test_marginal_objective_needs_enumerable_configurations(e1, multilabel_model):
+    X, _, _ = e1
+    params = {**FAST, "energy": EnergyNet(max_configurations=2)}
+    with pytest.raises(ValueError, match="has 4, more than energy__max_configurations=2"):
+        SOInterExplainer(objective="marginal", **params).fit(X, black_box=multilabel_model)
+
+
+@pytest.mark.parametrize("objective", ["joint", "marginal"])
+def test_margin_on_every_row_trains(e1, multilabel_model, objective):
+    X, _, _ = e1
+    expl = SOInterExplainer(target=1, k=3, objective=objective, margin="all",
+                            **{**FAST, "max_epochs": 2}).fit(X, black_box=multilabel_model)
+    assert expl.transform(X[:4]).sum() == 12
+    assert expl.net_.history[-1, "train_loss"] >= 0

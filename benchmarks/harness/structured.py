@@ -41,6 +41,9 @@ from .registry import METHODS, available_methods, method_names
 from .report import _grid_table
 from .timing import best_time
 
+# Seed of the column shuffle of the synthetic sets (see synthetic_tasks).
+COLUMN_SEED = 20
+
 # The outputs the paper explains (0-based): y1 and y2 of E1, y3 and y4 of E2.
 TARGETS = {"E1": (0, 1), "E2": (2, 3)}
 SETS = ("E1", "E2", "yeast")
@@ -194,8 +197,17 @@ def _tasks(model, fit_s, dataset, targets, k, X_train, X_explain, Y_explain, rel
 
 def synthetic_tasks(energy, n_features, profile, device):
     """The tasks of one (energy, width) cell: one black box, one task per target."""
-    draw = lambda n, seed: datasets.make_structured_output(  # noqa: E731
-        n, energy=energy, n_features=n_features, random_state=seed)
+    # The columns are shuffled (one permutation per cell), so the four relevant features
+    # are not the first four: top-k ties go to the lower index, and a selector with nearly
+    # equal logits (an untrained one, or one that learnt little) would otherwise be credited
+    # with the ground truth.
+    columns = np.random.RandomState(COLUMN_SEED + n_features).permutation(n_features)
+
+    def draw(n, seed):
+        X, Y, relevant = datasets.make_structured_output(
+            n, energy=energy, n_features=n_features, random_state=seed)
+        return X[:, columns], Y, relevant[:, :, columns]
+
     X_black_box, Y_black_box, _ = draw(profile.n_black_box, BLACK_BOX_SEED)
     X_train, _, _ = draw(profile.n_train, TRAIN_SEED)
     X_explain, Y_explain, relevant = draw(profile.n_explain, EXPLAIN_SEED)
