@@ -17,6 +17,12 @@ def test_sklearn_compatible(estimator, check):
     check(estimator)
 
 
+# sklearn's fitting checks pass outputs of one target as y; SOInter needs a multi-output
+# model itself, so tests/test_sointer.py runs the checks that do not fit.
+NEEDS_A_MULTI_OUTPUT_MODEL = {"SOInterExplainer"}
+
+
 def test_every_public_estimator_is_checked():
     public = {name for name in sk_sointer.__all__ if name.endswith(("Explainer", "Evaluator"))}
-    assert public == {type(estimator).__name__ for estimator in PUBLIC_ESTIMATORS}
+    checked = {type(estimator).__name__ for estimator in PUBLIC_ESTIMATORS}
+    assert public == checked | NEEDS_A_MULTI_OUTPUT_MODEL

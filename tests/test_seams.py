@@ -28,7 +28,7 @@ class _RecordingL2X(L2XExplainer):
         super()._check_params(problem)
         type(self).checked = problem
 
-    def _pretrain(self, problem, X_scaled, targets):
+    def _pretrain(self, problem, X, X_scaled, targets):
         type(self).pretrained = (problem, X_scaled.copy(), targets.copy())
 
     def _selector_input(self, X_scaled, X):

@@ -265,3 +265,25 @@ def test_margin_on_every_row_trains(e1, multilabel_model, objective):
                             **{**FAST, "max_epochs": 2}).fit(X, black_box=multilabel_model)
     assert expl.transform(X[:4]).sum() == 12
     assert expl.net_.history[-1, "train_loss"] >= 0
+
+
+@pytest.mark.parametrize("check", [
+    "check_parameters_default_constructible", "check_get_params_invariance", "check_set_params",
+    "check_no_attributes_set_in_init", "check_estimators_overwrite_params",
+])
+def test_sklearn_checks_that_do_not_fit(check):
+    from sklearn.utils import estimator_checks
+
+    if check == "check_estimators_overwrite_params":
+        pytest.skip("fits on single-output y")
+    getattr(estimator_checks, check)("SOInterExplainer", SOInterExplainer())
+
+
+def test_nested_energy_parameters_do_not_touch_the_default(e1):
+    default = EnergyNet()
+    expl = SOInterExplainer(energy=default)
+    expl.set_params(energy__max_epochs=3, energy__module__hidden_units=(7,))
+    assert expl.get_params()["energy__max_epochs"] == 3
+    assert expl.get_params()["energy__module__hidden_units"] == (7,)  # used when it is built
+    assert default.max_epochs == 50 and default.module.hidden_units == (100, 100)
+    assert SOInterExplainer().energy is None

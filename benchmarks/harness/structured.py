@@ -269,6 +269,10 @@ def _fit_ours(method, task, seed, profile, device):
     else:
         explainer = method.estimator(**params)
         black_box = task.model
+    if nested and getattr(explainer, "energy", "") is None:
+        from sk_sointer import EnergyNet  # only where SOInter is, as the explainer shows
+
+        explainer.set_params(energy=EnergyNet())  # what None stands for
     explainer.set_params(**nested)
     start = time.perf_counter()
     explainer.fit(task.X_train, black_box=black_box)

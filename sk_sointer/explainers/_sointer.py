@@ -198,10 +198,11 @@ class SOInterExplainer(BaseExplainer):
         from random weights. (With Algorithm 1's random start, the interpreter often kept
         the noise features its first weights favoured; see the Notes.)
 
-    energy : EnergyNet, default=EnergyNet()
+    energy : EnergyNet or None, default=None
         The energy network and its training knobs, cloned and fitted by ``fit`` on the
-        model's per-output probabilities: ``energy__max_epochs``,
-        ``energy__module__hidden_units``, ``energy__loss``, ...
+        model's per-output probabilities; None means ``EnergyNet()``. Pass one to change
+        them, ``energy=EnergyNet(max_epochs=20)``; a grid search can then reach them as
+        ``energy__max_epochs``, ``energy__module__hidden_units``, ``energy__loss``, ...
 
     energy_masks : int, default=4
         Copies of every row, each with a random ``k``-subset kept and the rest at the
@@ -356,7 +357,7 @@ class SOInterExplainer(BaseExplainer):
         *,
         tau=0.5,
         selector=MLP(hidden_units=(100, 100), zero_output=True),
-        energy=EnergyNet(),
+        energy=None,
         energy_masks=4,
         requery="sample",
         objective="joint",
@@ -439,7 +440,8 @@ class SOInterExplainer(BaseExplainer):
             masks = masker.expand(_random_subsets(len(X), masker.n_groups_, self.k_))
             rows.append(masker.mask(torch.as_tensor(X_scaled), torch.as_tensor(masks)).numpy())
             proba.append(self._query(problem, X, masks))
-        energy = clone(self.energy).set_params(
+        energy = EnergyNet() if self.energy is None else clone(self.energy)
+        energy.set_params(
             states=spec.n_states, device=resolve_device(self.device), verbose=max(self.verbose - 1, 0)
         )
         self.energy_net_ = energy.fit(np.concatenate(rows), np.concatenate(proba))
