@@ -287,3 +287,12 @@ def test_nested_energy_parameters_do_not_touch_the_default(e1):
     assert expl.get_params()["energy__module__hidden_units"] == (7,)  # used when it is built
     assert default.max_epochs == 50 and default.module.hidden_units == (100, 100)
     assert SOInterExplainer().energy is None
+
+
+def test_energy_none_fits_the_default_energy_network(e1, multilabel_model):
+    X, _, _ = e1
+    params = {**FAST, "energy": None, "energy_masks": 1, "max_epochs": 1}
+    expl = SOInterExplainer(target=0, k=2, **params).fit(X[:200], black_box=multilabel_model)
+    assert isinstance(expl.energy_net_, EnergyNet) and expl.energy is None
+    assert len(expl.energy_net_.history) == EnergyNet().max_epochs
+    assert (expl.transform(X[:5]).sum(axis=1) == 2).all()

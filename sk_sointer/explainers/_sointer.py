@@ -339,7 +339,7 @@ class SOInterExplainer(BaseExplainer):
         "k": [Interval(Integral, 1, None, closed="left")],
         "tau": [Interval(Real, 0, None, closed="neither")],
         "selector": [callable],
-        "energy": [EnergyNet],
+        "energy": [EnergyNet, None],
         "energy_masks": [Interval(Integral, 0, None, closed="left")],
         "requery": [StrOptions({"sample", "topk", "batch"})],
         "objective": [StrOptions({"joint", "marginal"})],
@@ -422,7 +422,7 @@ class SOInterExplainer(BaseExplainer):
                 f"has real-valued outputs (kinds {spec.kinds})."
             )
         n_configurations = int(np.prod([float(n) for n in spec.n_states]))
-        limit = self.energy.max_configurations
+        limit = self._energy_template().max_configurations
         if self.objective == "marginal" and n_configurations > limit:
             raise ValueError(
                 f'objective="marginal" sums over every joint configuration of the outputs; '
@@ -430,6 +430,9 @@ class SOInterExplainer(BaseExplainer):
                 f"energy__max_configurations={limit:,}. Use objective=\"joint\" or raise the "
                 "limit."
             )
+
+    def _energy_template(self):
+        return EnergyNet() if self.energy is None else self.energy
 
     def _pretrain(self, problem, X, X_scaled, targets):
         spec = problem.output_spec
@@ -440,7 +443,7 @@ class SOInterExplainer(BaseExplainer):
             masks = masker.expand(_random_subsets(len(X), masker.n_groups_, self.k_))
             rows.append(masker.mask(torch.as_tensor(X_scaled), torch.as_tensor(masks)).numpy())
             proba.append(self._query(problem, X, masks))
-        energy = EnergyNet() if self.energy is None else clone(self.energy)
+        energy = clone(self._energy_template())
         energy.set_params(
             states=spec.n_states, device=resolve_device(self.device), verbose=max(self.verbose - 1, 0)
         )
