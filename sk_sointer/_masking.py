@@ -197,11 +197,15 @@ class Masker:
 
     # -- the black box's side ----------------------------------------------------------
 
-    def mask_raw(self, X, masks):
-        """``s * x + (1 - s) * baseline`` in the data's units (ndarray, the dtype of ``X``)."""
+    def mask_raw(self, X, masks, fill=None):
+        """``s * x + (1 - s) * baseline`` in the data's units (ndarray, the dtype of ``X``);
+        ``fill`` (an array broadcastable to ``X``, such as other rows) takes the baseline's
+        place."""
         X = np.asarray(X)
         masks = np.asarray(masks, dtype=bool)
-        return np.where(masks, X, self.baseline_.astype(X.dtype, copy=False))
+        if fill is None:
+            fill = self.baseline_
+        return np.where(masks, X, np.asarray(fill).astype(X.dtype, copy=False))
 
     # -- groups ------------------------------------------------------------------------
 

@@ -83,6 +83,11 @@ def test_mask_raw_keeps_x_and_fills_the_baseline_in_x_dtype(dtype):
     # Mean baseline: the training mean, whatever rows are masked later.
     masked = Masker().fit(X).mask_raw(X[:1], [[0, 1, 0]])
     np.testing.assert_array_equal(masked, np.array([[2.5, 2.0, 4.5]], dtype=dtype))
+    # Other rows in the baseline's place (SOInter's draws), in X's dtype.
+    donors = np.array([[7.0, 8.0, 9.0], [-1.0, -2.0, -3.0]])
+    masked = masker.mask_raw(X, masks, fill=donors)
+    assert masked.dtype == dtype
+    np.testing.assert_array_equal(masked, [[1.0, 8.0, 3.0], [-1.0, -2.0, 6.0]])
 
 
 def test_mask_on_standardised_rows_matches_mask_raw(table):

@@ -1,6 +1,7 @@
 """SOInter: the energy network over joint outputs, the interpreter, and their contracts."""
 
 import pickle
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -137,7 +138,7 @@ def test_with_the_true_energy_the_marginal_hinge_recovers_e1(e1):
     oracle = EnergyNet(module=lambda in_features, out_features: TrueE1Energy(), max_epochs=1,
                        lr=1e-12)
     expl = SOInterExplainer(
-        target=1, k=4, objective="marginal", margin="all", baseline="zero",
+        target=1, k=4, objective="marginal", margin="all", baseline="zero", fill="baseline",
         selector=MLP((50,), zero_output=True), energy=oracle, max_epochs=10, batch_size=64,
         device="cpu", random_state=0,
     ).fit(X, black_box=as_black_box(e1_model, output="multilabel_proba"))
@@ -296,3 +297,30 @@ def test_energy_none_fits_the_default_energy_network(e1, multilabel_model):
     assert isinstance(expl.energy_net_, EnergyNet) and expl.energy is None
     assert len(expl.energy_net_.history) == EnergyNet().max_epochs
     assert (expl.transform(X[:5]).sum(axis=1) == 2).all()
+
+
+@pytest.mark.parametrize("fill", ["draws", "baseline"])
+def test_masked_queries_fill_left_out_features_with_draws_or_the_baseline(fill):
+    # Label 0 is x0 > 0, label 1 is x1 > 0; x0 is positive in a quarter of the rows, so the
+    # mean baseline is positive too but a draw of x0 is positive a quarter of the time.
+    rng = np.random.RandomState(0)
+    X = np.column_stack([np.where(rng.rand(4000) < 0.25, 3.0, -0.5), rng.randn(4000)])
+
+    def model(rows):
+        return (np.asarray(rows)[:, :2] > 0).astype(np.float32)
+
+    expl = SOInterExplainer(k=1, fill=fill, n_draws=8, energy=EnergyNet(max_epochs=1),
+                            energy_masks=0, max_epochs=1, device="cpu", random_state=0)
+    expl.fit(X, black_box=as_black_box(model, output="multilabel_proba"))
+    problem = SimpleNamespace(black_box=expl.black_box_, masker=expl.masker_,
+                              output_spec=expl.output_spec_)
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        proba = expl._query(problem, X, np.array([[0, 1]] * len(X)), pool=X)
+    # columns: [x0 <= 0, x0 > 0, x1 <= 0, x1 > 0]; x1 is kept, so label 1 is exact
+    np.testing.assert_array_equal(proba[:, 3], X[:, 1] > 0)
+    if fill == "draws":
+        assert proba[:, 1].mean() == pytest.approx(0.25, abs=0.01)
+        assert len(np.unique(proba[:, 1])) > 2  # averages of 8 draws
+    else:
+        np.testing.assert_array_equal(proba[:, 1], 1.0)  # the mean, 0.375, is positive

@@ -209,6 +209,20 @@ class SOInterExplainer(BaseExplainer):
         baseline, that the energy network is pre-trained on besides the full rows (with
         the model's outputs on them): the hinge reads the energy on masked rows.
 
+    fill : {"draws", "baseline"}, default="draws"
+        What the model sees in place of the left-out features when it is queried for the
+        energy network's masked rows (and, with ``requery="batch"``, for the hinge):
+        ``"draws"``: the values of random training rows, ``n_draws`` times, the energy
+        network learning the average of the model's outputs, i.e. what the model predicts
+        when those features are unknown; ``"baseline"``: the baseline (eq. 3, one query).
+        With the baseline, a feature that sits at the baseline's side of the model's
+        decision (``x1 > 0`` in E1's ``min(x1, 0)``) looks irrelevant in that row and the
+        interpreter fills its place with noise; the draws show that it is not. The
+        epoch-end re-query, the flip rates and :meth:`score` use the baseline.
+
+    n_draws : int, default=4
+        Draws per masked row with ``fill="draws"``.
+
     requery : {"sample", "topk", "batch"}, default="sample"
         Masks on which the model is re-queried after every epoch: a fresh draw of ``k``
         features per row from the interpreter's distribution (Gumbel top-k), or its
@@ -216,17 +230,20 @@ class SOInterExplainer(BaseExplainer):
         gives no gradient until the interpreter changes elsewhere). ``"batch"`` queries the
         model in every step on the step's own masks (one model call per batch).
 
-    objective : {"joint", "marginal"}, default="joint"
+    objective : {"auto", "joint", "marginal"}, default="auto"
         ``"joint"``: eq. 8, the energies of ``[y_sb_t, y~_-t]`` and ``[y~_t, y~_-t]``,
         the other outputs at the model's masked-row prediction. ``"marginal"``: the other
         outputs summed out of ``q`` (free energies of the target's values; needs
         enumerated configurations), which lets the gradient reach features that act on
-        the target only through the other outputs.
+        the target only through the other outputs. ``"auto"``: marginal when the energy
+        network enumerates the configurations (at most ``energy__max_configurations``),
+        else joint.
 
-    margin : {"flips", "all"}, default="flips"
+    margin : {"all", "flips"}, default="all"
         ``"flips"``: eq. 8's indicator margin, a hinge on the rows whose target the mask
         flipped only. ``"all"``: on every row, the target's full-input value must beat its
-        best rival by a margin of 1.
+        best rival by a margin of 1, so features that make the target surer are kept
+        ahead of features that do nothing.
 
     straight_through : bool, default=True
         Feed the energy network the k-hot masked rows (its training distribution) and pass
@@ -279,10 +296,15 @@ class SOInterExplainer(BaseExplainer):
     net_ : SOInterNet
         The fitted interpreter; its history holds per epoch ``train_loss`` (the mean
         hinge), ``flip_rate`` (rows whose target the re-query's masks flipped) and
-        ``topk_flip_rate`` (the same for the top-k masks).
+        ``topk_flip_rate`` (the same for the top-k masks) and, with ``fill="draws"``,
+        ``draws_flip_rate`` (the expected flips of the top-k masks under the draws, which
+        picks the kept epoch).
 
     energy_net_ : EnergyNet
         The fitted energy network (also ``net_.energy``).
+
+    objective_ : {"joint", "marginal"}
+        The objective used (what ``objective="auto"`` resolved to).
 
     flip_rate_ : float
         Fraction of the training rows whose target the top-k masks of the kept epoch
@@ -342,7 +364,9 @@ class SOInterExplainer(BaseExplainer):
         "energy": [EnergyNet, None],
         "energy_masks": [Interval(Integral, 0, None, closed="left")],
         "requery": [StrOptions({"sample", "topk", "batch"})],
-        "objective": [StrOptions({"joint", "marginal"})],
+        "fill": [StrOptions({"draws", "baseline"})],
+        "n_draws": [Interval(Integral, 1, None, closed="left")],
+        "objective": [StrOptions({"auto", "joint", "marginal"})],
         "margin": [StrOptions({"flips", "all"})],
         "energy_refit": ["boolean"],
         "straight_through": ["boolean"],
@@ -359,9 +383,11 @@ class SOInterExplainer(BaseExplainer):
         selector=MLP(hidden_units=(100, 100), zero_output=True),
         energy=None,
         energy_masks=4,
+        fill="draws",
+        n_draws=4,
         requery="sample",
-        objective="joint",
-        margin="flips",
+        objective="auto",
+        margin="all",
         straight_through=True,
         energy_refit=False,
         n_iter_no_change=10,
@@ -385,6 +411,8 @@ class SOInterExplainer(BaseExplainer):
         self.selector = selector
         self.energy = energy
         self.energy_masks = energy_masks
+        self.fill = fill
+        self.n_draws = n_draws
         self.requery = requery
         self.objective = objective
         self.margin = margin
@@ -430,6 +458,9 @@ class SOInterExplainer(BaseExplainer):
                 f"energy__max_configurations={limit:,}. Use objective=\"joint\" or raise the "
                 "limit."
             )
+        self.objective_ = self.objective
+        if self.objective == "auto":
+            self.objective_ = "marginal" if n_configurations <= limit else "joint"
 
     def _energy_template(self):
         return EnergyNet() if self.energy is None else self.energy
@@ -442,7 +473,7 @@ class SOInterExplainer(BaseExplainer):
         for _ in range(self.energy_masks):
             masks = masker.expand(_random_subsets(len(X), masker.n_groups_, self.k_))
             rows.append(masker.mask(torch.as_tensor(X_scaled), torch.as_tensor(masks)).numpy())
-            proba.append(self._query(problem, X, masks))
+            proba.append(self._query(problem, X, masks, pool=X))
         energy = clone(self._energy_template())
         energy.set_params(
             states=spec.n_states, device=resolve_device(self.device), verbose=max(self.verbose - 1, 0)
@@ -456,7 +487,7 @@ class SOInterExplainer(BaseExplainer):
             k=self.k_,
             tau=self.tau,
             target=problem.target,
-            objective=self.objective,
+            objective=self.objective_,
             margin=self.margin,
             energy_refit=self.energy_refit,
             straight_through=self.straight_through,
@@ -467,7 +498,8 @@ class SOInterExplainer(BaseExplainer):
     def _train(self, problem, X, net_input, targets):
         """Algorithm 1: epochs of the interpreter on the hinge, the model re-queried on its
         masks (per batch, or between epochs); the interpreter with the fewest top-k target
-        flips on the training rows is kept."""
+        flips on the training rows is kept (with ``fill="draws"``, flips under the draws:
+        at the baseline a feature can look useless in a row where it is not)."""
         net = self.net_
         target = problem.target
         full = problem.output_spec.labels(targets)
@@ -476,26 +508,37 @@ class SOInterExplainer(BaseExplainer):
         if per_batch:
             codes = np.hstack([full, np.arange(len(X))[:, None]]).astype(np.float64)
             net.query = lambda index, masks: self._query(
-                problem, X[index], problem.masker.expand(masks)
+                problem, X[index], problem.masker.expand(masks), pool=X
             )
         else:
-            masked = self._requery(problem, X, net_input, sample=self.requery == "sample")
+            masks = self._interpreter_masks(problem, net_input, sample=self.requery == "sample")
+            masked = self._requery(problem, X, masks)
+        # the target's columns in the per-output distributions of _query
+        offset = int(np.sum(problem.output_spec.n_states[:target]))
         best_rate, best_state, stale = np.inf, None, 0
         try:
             for _ in range(self.max_epochs):
                 if not per_batch:
                     codes = np.hstack([full, masked]).astype(np.float32)
                 net.partial_fit(net_input, codes, epochs=1)
-                topk = self._requery(problem, X, net_input, sample=False)
+                topk_masks = self._interpreter_masks(problem, net_input, sample=False)
+                topk = self._requery(problem, X, topk_masks)
                 topk_rate = float(np.mean(topk[:, target] != full[:, target]))
+                rate = topk_rate
+                if self.fill == "draws":
+                    proba = self._query(problem, X, topk_masks, pool=X)
+                    kept = proba[np.arange(len(X)), offset + full[:, target]]
+                    rate = float(1.0 - kept.mean())
+                    net.history.record("draws_flip_rate", rate)
                 if not per_batch:
                     masked = topk
                     if self.requery == "sample":
-                        masked = self._requery(problem, X, net_input, sample=True)
+                        masks = self._interpreter_masks(problem, net_input, sample=True)
+                        masked = self._requery(problem, X, masks)
                     net.history.record("flip_rate", float(np.mean(masked[:, target] != full[:, target])))
                 net.history.record("topk_flip_rate", topk_rate)
-                if topk_rate < best_rate:
-                    best_rate, stale = topk_rate, 0
+                if rate < best_rate:
+                    best_rate, best_topk_rate, stale = rate, topk_rate, 0
                     best_state = copy.deepcopy(net.module_.state_dict())
                 else:
                     stale += 1
@@ -504,12 +547,12 @@ class SOInterExplainer(BaseExplainer):
         finally:
             net.query = None
         net.module_.load_state_dict(best_state)
-        self.flip_rate_ = best_rate
+        self.flip_rate_ = best_topk_rate
         self.n_iter_ = len(net.history)
 
-    def _requery(self, problem, X, net_input, *, sample):
-        """The model's codes on rows masked by the interpreter's top-k (``sample=False``)
-        or by a Gumbel top-k draw per row."""
+    def _interpreter_masks(self, problem, net_input, *, sample):
+        """Feature masks of the interpreter's top-k (``sample=False``) or of a Gumbel top-k
+        draw per row."""
         net = self.net_
         net.module_.eval()
         device = next(net.module_.parameters()).device
@@ -522,16 +565,30 @@ class SOInterExplainer(BaseExplainer):
                     logits = logits + noise
                 return topk_mask(logits, self.k_).cpu().numpy()
 
-        masks = problem.masker.expand(in_chunks(group_masks, net_input))
+        return problem.masker.expand(in_chunks(group_masks, net_input))
+
+    @staticmethod
+    def _requery(problem, X, masks):
+        """The model's codes on ``X`` with ``masks`` kept and the rest at the baseline."""
         outputs = in_chunks(problem.black_box.predict, problem.masker.mask_raw(X, masks))
         return problem.output_spec.labels(outputs)
 
-    @staticmethod
-    def _query(problem, X, masks):
+    def _query(self, problem, X, masks, *, pool):
         """The model's per-output distributions over values (``OutputSpec.
-        state_probabilities``) on ``X`` with ``masks`` kept and the rest at the baseline."""
-        outputs = in_chunks(problem.black_box.predict, problem.masker.mask_raw(X, masks))
-        return problem.output_spec.state_probabilities(outputs)
+        state_probabilities``) on ``X`` with ``masks`` kept and the rest at the baseline, or
+        (``fill="draws"``) the mean of those distributions over ``n_draws`` fillings with
+        the values of random rows of ``pool``."""
+        spec, masker = problem.output_spec, problem.masker
+        if self.fill == "baseline":
+            outputs = in_chunks(problem.black_box.predict, masker.mask_raw(X, masks))
+            return spec.state_probabilities(outputs)
+        total = 0.0
+        for _ in range(self.n_draws):
+            # torch's generator, which fit seeds from random_state
+            donors = pool[torch.randint(len(pool), (len(X),)).numpy()]
+            outputs = in_chunks(problem.black_box.predict, masker.mask_raw(X, masks, fill=donors))
+            total = total + spec.state_probabilities(outputs)
+        return (total / self.n_draws).astype(np.float32)
 
     # -- scoring -------------------------------------------------------------------------
 
