@@ -341,10 +341,11 @@ class SOInterExplainer(BaseExplainer):
 
     Departures from the paper, each measured on E1/E2 (``doc/tuning.rst`` in the source
     repository): the energy network is fitted to the model's per-output probabilities (the
-    cross-entropy of its marginals) rather than to its labels alone; the interpreter
+    cross-entropy of its marginals) rather than to its labels alone, on masked rows whose
+    left-out features are drawn from the data (``fill``) rather than zeroed; the objective
+    sums the other outputs out when it can, with a margin on every row; the interpreter
     starts from equal logits; the gradient is straight-through; the model is re-queried on
-    draws from the interpreter; the epoch with the fewest top-k flips is kept. With the
-    true energy of E1 the marginal objective recovers the four features of every row.
+    draws from the interpreter; the epoch with the fewest expected top-k flips is kept.
 
     References
     ----------
