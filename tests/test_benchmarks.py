@@ -394,6 +394,14 @@ def sointer_fast(tmp_path_factory):
     return json.loads(out.read_text(encoding="utf-8")), out.with_suffix(".rst")
 
 
+@pytest.mark.parametrize("n_features", [5, 8, 10, 15, 20])
+def test_shuffled_columns_keep_the_relevant_features_out_of_the_first_columns(n_features):
+    columns = structured.shuffled_columns(n_features, 4)
+    assert sorted(columns) == list(range(n_features))
+    positions = np.argsort(columns)[:4]  # where x1..x4 land
+    assert np.sum(positions < 4) == max(0, 8 - n_features)
+
+
 def test_sointer_fast_profile_records_every_task_and_method(sointer_fast):
     payload, _ = sointer_fast
     records = payload["records"]

@@ -195,13 +195,25 @@ def _tasks(model, fit_s, dataset, targets, k, X_train, X_explain, Y_explain, rel
         )
 
 
+def shuffled_columns(n_features, n_relevant):
+    """A fixed permutation of the columns (one per width) that puts as few of the relevant
+    features (the first ``n_relevant`` of the generator) among the first ``n_relevant``
+    columns as the width allows: top-k ties go to the lower index, and a selector with
+    nearly equal logits (an untrained one, or one that learnt little) would otherwise be
+    credited with the ground truth. (A plain draw left them in place at 5 and 10 features.)
+    """
+    rng = np.random.RandomState(COLUMN_SEED + n_features)
+    fewest = max(0, 2 * n_relevant - n_features)
+    while True:
+        columns = rng.permutation(n_features)
+        positions = np.argsort(columns)[:n_relevant]  # where the relevant features land
+        if np.sum(positions < n_relevant) == fewest:
+            return columns
+
+
 def synthetic_tasks(energy, n_features, profile, device):
     """The tasks of one (energy, width) cell: one black box, one task per target."""
-    # The columns are shuffled (one permutation per cell), so the four relevant features
-    # are not the first four: top-k ties go to the lower index, and a selector with nearly
-    # equal logits (an untrained one, or one that learnt little) would otherwise be credited
-    # with the ground truth.
-    columns = np.random.RandomState(COLUMN_SEED + n_features).permutation(n_features)
+    columns = shuffled_columns(n_features, profile.k)
 
     def draw(n, seed):
         X, Y, relevant = datasets.make_structured_output(
