@@ -259,8 +259,9 @@ class SOInterExplainer(BaseExplainer):
         ``energy_optimizer__*`` options), so the interpreter cannot exploit it.
 
     n_iter_no_change : int, default=10
-        Stop when the fraction of training rows whose target the top-k masks flip has
-        not fallen for this many epochs; the interpreter of the best epoch is kept.
+        Stop when the fraction of training rows whose target the top-k masks flip (in
+        expectation over the draws, with ``fill="draws"``) has not fallen for this many
+        epochs; the interpreter of the best epoch is kept.
 
     %(baseline)s
 
