@@ -342,3 +342,30 @@ def _conditional_logistic(logits, hard, uniform):
         torch.logaddexp(log_p, log_u_star + log_1m_v_prime),
     )
     return logits + log_v - log_1m_v
+
+
+def gumbel_topk(logits, k):
+    """A k-subset drawn without replacement with probabilities proportional to
+    ``exp(logits)`` (Gumbel top-k), as the indices in the order drawn, ``(..., k)``."""
+    gumbel = -torch.log(-torch.log(torch.rand_like(logits).clamp(1e-20, 1.0 - 1e-7)))
+    return (logits.detach() + gumbel).topk(k, dim=-1).indices
+
+
+def plackett_luce_log_prob(logits, order):
+    r"""Log-probability of drawing the features ``order`` (``(..., k)`` indices), one after
+    the other without replacement, each with probability proportional to ``exp(logits)``
+    among those left:
+
+    .. math:: \log p = \sum_{j=1}^{k} \Big(\ell_{o_j} - \log \sum_{i \notin
+              \{o_1, \dots, o_{j-1}\}} e^{\ell_i}\Big).
+
+    Differentiable in ``logits``; the score-function (REINFORCE) gradient of a loss of the
+    unordered subset is unbiased with the order of a :func:`gumbel_topk` draw.
+    """
+    chosen = logits.gather(-1, order)
+    left = logits
+    total = torch.zeros_like(chosen[..., 0])
+    for j in range(order.shape[-1]):
+        total = total + chosen[..., j] - torch.logsumexp(left, dim=-1)
+        left = left.scatter(-1, order[..., j : j + 1], float("-inf"))
+    return total

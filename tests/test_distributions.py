@@ -4,7 +4,14 @@ import numpy as np
 import pytest
 import torch
 
-from sk_sointer.distributions import SubsetConcrete, topk_mask
+import itertools
+
+from sk_sointer.distributions import (
+    SubsetConcrete,
+    gumbel_topk,
+    plackett_luce_log_prob,
+    topk_mask,
+)
 
 
 def test_samples_lie_in_the_unit_interval_and_have_the_batch_shape():
@@ -67,3 +74,28 @@ def test_expand_and_argument_checks():
         SubsetConcrete(0.3, torch.zeros(5), k=6)
     with pytest.raises(ValueError):
         SubsetConcrete(-1.0, torch.zeros(5), k=2, validate_args=True)
+
+
+def test_plackett_luce_probabilities_of_every_order_sum_to_one():
+    logits = torch.tensor([[1.5, -0.5, 0.0, 2.0]], requires_grad=True)
+    orders = torch.tensor(list(itertools.permutations(range(4), 2)))
+    log_prob = plackett_luce_log_prob(logits.expand(len(orders), 4), orders)
+    assert log_prob.exp().sum().item() == pytest.approx(1.0, abs=1e-6)
+    # the first draw follows the softmax; the second the softmax of those left
+    p = torch.softmax(logits.detach()[0], 0)
+    first = (orders[:, 0] == 3) & (orders[:, 1] == 0)
+    assert log_prob[first].exp().item() == pytest.approx((p[3] * p[0] / (1 - p[3])).item(), rel=1e-5)
+    log_prob.sum().backward()
+    assert torch.isfinite(logits.grad).all() and logits.grad.abs().sum() > 0
+
+
+def test_gumbel_top_k_draws_follow_plackett_luce():
+    torch.manual_seed(0)
+    logits = torch.tensor([1.0, 0.0, -1.0, 0.5]).expand(40_000, 4)
+    order = gumbel_topk(logits, 2)
+    assert order.shape == (40_000, 2)
+    assert (order[:, 0] != order[:, 1]).all()
+    pairs = torch.tensor(list(itertools.permutations(range(4), 2)))
+    expected = plackett_luce_log_prob(logits[: len(pairs)], pairs).exp()
+    observed = torch.stack([((order == pair).all(dim=1)).float().mean() for pair in pairs])
+    np.testing.assert_allclose(observed.numpy(), expected.numpy(), atol=0.01)

@@ -131,7 +131,8 @@ def test_energy_net_rejects_bad_outputs():
 # -- the interpreter -----------------------------------------------------------------------
 
 
-def test_with_the_true_energy_the_marginal_hinge_recovers_e1(e1):
+@pytest.mark.parametrize("gradient", ["score", "relaxed"])
+def test_with_the_true_energy_the_marginal_hinge_recovers_e1(e1, gradient):
     X, _, relevant = e1
     order = [4, 5, 0, 1, 2, 3]  # the four relevant features last
     X, relevant = X[:, order], relevant[:, :, order]
@@ -139,7 +140,7 @@ def test_with_the_true_energy_the_marginal_hinge_recovers_e1(e1):
                        lr=1e-12)
     expl = SOInterExplainer(
         target=1, k=4, objective="marginal", margin="all", baseline="zero", fill="baseline",
-        selector=MLP((50,), zero_output=True), energy=oracle, max_epochs=10, batch_size=64,
+        gradient=gradient, selector=MLP((50,), zero_output=True), energy=oracle, max_epochs=10, batch_size=64,
         device="cpu", random_state=0,
     ).fit(X, black_box=as_black_box(e1_model, output="multilabel_proba"))
     masks = expl.transform(X)
@@ -173,11 +174,12 @@ def test_history_records_flip_rates_and_the_kept_epoch(e1, multilabel_model):
     np.testing.assert_array_equal(masks.sum(1), 2)
 
 
+@pytest.mark.parametrize("gradient", ["score", "relaxed"])
 @pytest.mark.parametrize("requery", ["batch", "topk"])
-def test_requery_modes_train(e1, multilabel_model, requery):
+def test_requery_modes_train(e1, multilabel_model, requery, gradient):
     X, _, _ = e1
     params = {**FAST, "max_epochs": 2}
-    expl = SOInterExplainer(target=0, k=3, requery=requery, energy_refit=True,
+    expl = SOInterExplainer(target=0, k=3, requery=requery, energy_refit=True, gradient=gradient,
                             straight_through=True, **params).fit(X, black_box=multilabel_model)
     assert expl.transform(X[:5]).sum() == 15
     assert 0 <= expl.flip_rate_ <= 1
@@ -324,3 +326,28 @@ def test_masked_queries_fill_left_out_features_with_draws_or_the_baseline(fill):
         assert len(np.unique(proba[:, 1])) > 2  # averages of 8 draws
     else:
         np.testing.assert_array_equal(proba[:, 1], 1.0)  # the mean, 0.375, is positive
+
+
+def test_score_gradient_prefers_the_subsets_with_the_lower_hinge():
+    """One step of the score-function estimate moves the logits toward the subset whose
+    hinge is lower, with nothing to differentiate in the energy network."""
+    torch.manual_seed(0)
+    net = SimpleNamespace(n_samples=64, k=1, tau=1.0)
+    logits = torch.zeros(8, 3, requires_grad=True)
+    net.module_ = lambda X: logits
+    # a hinge of 1 for feature 0 kept, 0 for the others: feature 0 should lose probability
+    net.hinge_of = lambda X, codes, masks, hard: (hard[:, 0].clone(), None)
+    from sk_sointer.explainers._sointer import SOInterNet
+
+    loss, hinge, hard, _ = SOInterNet.score_function_loss(net, torch.zeros(8, 3), torch.zeros(8, 2))
+    loss.backward()
+    assert hinge.shape == (8, 64) and hard.shape == (8, 3)
+    assert (logits.grad[:, 0] > 0).all() and (logits.grad[:, 1:] < 0).all()
+
+
+def test_append_mask_widens_the_energy_input(e1, multilabel_model):
+    X, _, _ = e1
+    expl = SOInterExplainer(target=0, k=3, append_mask=True, **{**FAST, "max_epochs": 2})
+    expl.fit(X, black_box=multilabel_model)
+    assert expl.energy_net_.in_features_ == 2 * X.shape[1]
+    assert expl.transform(X[:5]).sum() == 15
