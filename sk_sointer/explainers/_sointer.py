@@ -309,8 +309,9 @@ class SOInterExplainer(BaseExplainer):
         ahead of features that do nothing.
 
     straight_through : bool, default=True
-        Feed the energy network the k-hot masked rows (its training distribution) and pass
-        the gradient through the relaxation (straight-through estimator). With ``False``
+        With ``gradient="relaxed"``: feed the energy network the k-hot masked rows (its
+        training distribution) and pass the gradient through the relaxation
+        (straight-through estimator). With ``False``
         the energy sees relaxed rows it was never trained on, and on E1/E2 the interpreter
         learnt to exploit it (the hinge fell while the flips rose).
 
