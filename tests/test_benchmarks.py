@@ -256,7 +256,7 @@ def test_the_registry_is_the_single_source_of_methods():
     names = registry.method_names()
     assert names == [name for name, method in registry.METHODS.items()
                      if not method.target_output]
-    assert registry.method_names(target_output=True) == ["sointer"]
+    assert registry.method_names(target_output=True) == ["sointer", "sointer_baseline"]
     assert bench_synthetic.parse_args(["--methods", *names]).methods == names
     with pytest.raises(SystemExit):
         bench_synthetic.parse_args(["--methods", "not_a_method"])
