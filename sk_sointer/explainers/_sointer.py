@@ -322,10 +322,10 @@ class SOInterExplainer(BaseExplainer):
 
     append_mask : bool, default=False
         The energy network also sees the mask (as extra columns), so a left-out feature is
-        told apart from one that equals the baseline. It mattered with
-        ``gradient="relaxed"`` only (where the slope with respect to the mask then reads
-        the effect of leaving a feature out): on E2 at 5 features exact match rose from 0
-        to 0.2-0.3, on E1 it fell from 1.0 to 0.3-0.5 (seed 0).
+        told apart from one that equals the baseline. Measured with ``gradient="relaxed"``
+        only (where the slope with respect to the mask then reads the effect of leaving a
+        feature out): on E2 at 5 features exact match rose from 0 to 0.2-0.3, on E1 it fell
+        from 1.0 to 0.3-0.5 (seed 0). Not measured with the score gradient.
 
     n_iter_no_change : int, default=10
         Stop when the fraction of training rows whose target the top-k masks flip (in
