@@ -480,7 +480,8 @@ class BaseExplainer(
             out = np.empty(scores.shape, dtype=np.float32)
         if k is None:
             return np.greater(scores, self._threshold, out=out)
-        return topk_mask(scores, min(k, self.masker_.n_groups_), out=out)
+        # The scores are this chunk's own (fresh from the selector): top-k may overwrite them.
+        return topk_mask(scores, min(k, self.masker_.n_groups_), out=out, overwrite_scores=True)
 
     def _inference_device(self):
         param = next(self.net_.module_.parameters(), None)

@@ -127,6 +127,27 @@ def test_numpy_topk_writes_into_out_with_stable_ties():
         topk_mask(torch.as_tensor(scores), 2, out=out)
 
 
+@pytest.mark.parametrize("n_features, k", [(10, 1), (10, 4), (100, 4), (100, 8), (1000, 16)])
+def test_numpy_topk_paths_agree_with_a_stable_sort(n_features, k):
+    # Both NumPy paths (a partition; rounds of argmax on wide rows with a small k) keep
+    # the k largest scores, ties to the lower index, like a stable sort.
+    rng = np.random.default_rng(n_features + k)
+    for scores in (rng.integers(0, 3, size=(50, n_features)).astype(np.float32),
+                   rng.normal(size=(50, n_features))):
+        order = np.argsort(-scores, axis=-1, kind="stable")[:, :k]
+        expected = np.zeros(scores.shape)
+        np.put_along_axis(expected, order, 1, axis=-1)
+        np.testing.assert_array_equal(topk_mask(scores, k), expected)
+        out = np.zeros((50, 2 * n_features))[:, ::2]  # a strided out is filled too
+        np.testing.assert_array_equal(topk_mask(scores, k, out=out), expected)
+    # Rows with fewer than k scores above -inf still get k ones.
+    scores = np.full((2, n_features), -np.inf)
+    scores[:, -1] = 1.0
+    expected = np.zeros(scores.shape)
+    expected[:, : k - 1] = expected[:, -1] = 1
+    np.testing.assert_array_equal(topk_mask(scores, k), expected)
+
+
 def test_cpu_chunks_are_bounded_in_rows_and_values():
     cpu = torch.device("cpu")
     assert utils.inference_chunk(cpu, 10) == utils.CPU_INFERENCE_CHUNK
