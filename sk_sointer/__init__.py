@@ -1,6 +1,6 @@
 """Amortized instance-wise feature selection for black-box models, with a scikit-learn API."""
 
-from ._networks import MLP, EnergyMLP
+from ._networks import CNN, MLP, CNNSelector, EnergyMLP
 from ._persist import load, save
 from .black_box import BlackBox, as_black_box
 from .explainers import EnergyNet, L2XExplainer, RealXExplainer, SOInterExplainer
@@ -10,6 +10,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BlackBox",
+    "CNN",
+    "CNNSelector",
     "EnergyMLP",
     "EnergyNet",
     "EvalXEvaluator",

@@ -42,6 +42,19 @@ groups : array-like of shape (n_features,), default=None
     tokens of one word): the selector scores groups, ``k`` counts groups, and the masks
     returned by ``transform`` keep or drop every feature of a group together. ``None``:
     every feature is its own group.""",
+    "image_shape": """\
+image_shape : tuple of int, default=None
+    ``(height, width)`` or ``(channels, height, width)`` of images given as flat rows (the
+    rows of ``X`` are the images' values in C order); the networks may then read rows as
+    images and ``patch_size`` can group pixels. Not needed when ``X`` itself holds images,
+    ``(n_samples, height, width)`` or ``(n_samples, channels, height, width)``: then the
+    masks and scores come back in that shape and the black box is queried with rows in it.""",
+    "patch_size": """\
+patch_size : int or (int, int), default=None
+    Select square (or ``(height, width)``) patches of the images instead of single pixels:
+    the patches, numbered row by row, become the feature groups (every channel of a pixel in
+    its patch), so ``k`` counts patches. Edge patches are smaller when the size does not
+    divide the image. Needs images (see ``image_shape``); exclusive with ``groups``.""",
     "optimizer": """\
 optimizer : {"adam", "adamw", "rmsprop", "sgd"} or torch optimizer class, default="adam"
     Optimizer class, by name or as a ``torch.optim.Optimizer`` subclass.""",

@@ -11,6 +11,7 @@ scikit-learn.
 import inspect
 import math
 
+import numpy as np
 import torch
 
 from sklearn.base import BaseEstimator
@@ -112,34 +113,214 @@ def _glorot_init(module, activation):
     self-normalising.
     """
     for layer in module.modules():
-        if isinstance(layer, nn.Linear):
+        if isinstance(layer, (nn.Linear, nn.Conv2d)):
             if activation == "selu":
-                nn.init.normal_(layer.weight, std=1.0 / math.sqrt(layer.in_features))
+                fan_in = layer.weight[0].numel()
+                nn.init.normal_(layer.weight, std=1.0 / math.sqrt(fan_in))
             else:
                 nn.init.xavier_uniform_(layer.weight)
             nn.init.zeros_(layer.bias)
 
 
-def build_network(factory, in_features, out_features, input_shape=None):
-    """Call a network factory; ``input_shape`` is passed only to factories that accept it,
-    so plain ``(in_features, out_features)`` callables keep working."""
+def build_network(factory, in_features, out_features, input_shape=None, groups=None):
+    """Call a network factory; ``input_shape`` (and for selectors ``groups``, the group of
+    each input value) are passed only to factories that accept them, so plain
+    ``(in_features, out_features)`` callables keep working."""
     try:
         parameters = inspect.signature(factory).parameters
     except (TypeError, ValueError):  # builtins without a signature
         parameters = {}
-    takes_shape = "input_shape" in parameters or any(
-        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
-    )
-    if takes_shape:
-        module = factory(in_features=in_features, out_features=out_features, input_shape=input_shape)
-    else:
-        module = factory(in_features=in_features, out_features=out_features)
+    any_keyword = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+    extra = {name: value for name, value in [("input_shape", input_shape), ("groups", groups)]
+             if name in parameters or any_keyword}
+    module = factory(in_features=in_features, out_features=out_features, **extra)
     if not isinstance(module, torch.nn.Module):
         raise TypeError(
             f"A network factory should return a torch.nn.Module; {factory!r} returned "
             f"{type(module).__name__}."
         )
     return module
+
+
+class CNN(BaseEstimator):
+    """Factory of small convolutional networks for image predictors and approximators.
+
+    Blocks of a ``kernel_size`` convolution (padded to keep the size), the non-linearity
+    and a 2 x 2 max-pooling, then dense layers. Rows arrive flat and are read as images of
+    the explainer's ``(channels, height, width)``; a judge that also gets the mask
+    (``append_mask``) reads it as extra channels.
+
+    Parameters
+    ----------
+    channels : tuple of int, default=(32, 64)
+        Output channels of each convolution block.
+
+    kernel_size : int, default=3
+        Size of the convolutions' square kernels (odd).
+
+    hidden_units : tuple of int, default=(128,)
+        Dense layers after the convolutions.
+
+    activation : str, default="relu"
+        Non-linearity (see :class:`MLP`).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sk_sointer import CNN
+    >>> net = CNN(channels=(4,), hidden_units=(8,))(784, 2, input_shape=(1, 28, 28))
+    >>> net(torch.zeros(5, 784)).shape
+    torch.Size([5, 2])
+    """
+
+    def __init__(self, channels=(32, 64), kernel_size=3, hidden_units=(128,), activation="relu"):
+        self.channels = channels
+        self.kernel_size = kernel_size
+        self.hidden_units = hidden_units
+        self.activation = activation
+
+    def __call__(self, in_features, out_features, input_shape=None):
+        in_channels, height, width = _image_input(self, in_features, input_shape)
+        layers = [nn.Unflatten(1, (in_channels, height, width))]
+        for units in self.channels:
+            layers += [_conv(in_channels, int(units), self.kernel_size),
+                       _activation(self.activation)()]
+            in_channels = int(units)
+            if min(height, width) >= 2:
+                layers.append(nn.MaxPool2d(2))
+                height, width = height // 2, width // 2
+        layers.append(nn.Flatten())
+        head = MLP(self.hidden_units, activation=self.activation)
+        layers.append(head(in_channels * height * width, out_features))
+        module = nn.Sequential(*layers)
+        _glorot_init(module, self.activation)
+        return module
+
+    def __sklearn_is_fitted__(self):
+        return True
+
+
+class CNNSelector(BaseEstimator):
+    """Factory of fully convolutional selectors for images: one score per pixel or patch.
+
+    Convolutions padded to keep the image's size map it to one logit per value (per pixel
+    and channel), or per pixel when the features are grouped; a group's score (a patch of
+    ``patch_size``, a superpixel, any ``groups``) is the mean of its values' logits. So the
+    selector has no dense layer: its size does not grow with the image.
+
+    Parameters
+    ----------
+    channels : tuple of int, default=(32, 32)
+        Output channels of each hidden convolution.
+
+    kernel_size : int, default=3
+        Size of the convolutions' square kernels (odd).
+
+    activation : str, default="relu"
+        Non-linearity (see :class:`MLP`).
+
+    zero_output : bool, default=True
+        Start the last (1 x 1) convolution at zero, so that every pixel starts with the same
+        logit (see :class:`MLP`).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sk_sointer import CNNSelector
+    >>> from sk_sointer._masking import patch_groups
+    >>> groups = patch_groups((1, 28, 28), 4)  # 49 patches of 4 x 4
+    >>> net = CNNSelector(channels=(4,))(784, 49, input_shape=(1, 28, 28), groups=groups)
+    >>> net(torch.zeros(5, 784)).shape
+    torch.Size([5, 49])
+    """
+
+    def __init__(self, channels=(32, 32), kernel_size=3, activation="relu", zero_output=True):
+        self.channels = channels
+        self.kernel_size = kernel_size
+        self.activation = activation
+        self.zero_output = zero_output
+
+    def __call__(self, in_features, out_features, input_shape=None, groups=None):
+        in_channels, height, width = _image_input(self, in_features, input_shape)
+        n_values = int(np.prod(input_shape))
+        if groups is None and out_features != n_values:
+            raise ValueError(
+                f"CNNSelector scores groups of pixels given their groups; it got none for "
+                f"{out_features} scores of images of {n_values} values."
+            )
+        # One logit per value, or per pixel when groups are given (a group's pixels share
+        # every channel in the groups this package makes; other groups read the pixel's
+        # logit on every channel).
+        out_channels = input_shape[0] if groups is None else 1
+        layers = [nn.Unflatten(1, (in_channels, height, width))]
+        for units in self.channels:
+            layers += [_conv(in_channels, int(units), self.kernel_size),
+                       _activation(self.activation)()]
+            in_channels = int(units)
+        last = nn.Conv2d(in_channels, out_channels, 1)
+        layers += [last, nn.Flatten()]
+        module = nn.Sequential(*layers)
+        _glorot_init(module, self.activation)
+        if self.zero_output:
+            nn.init.zeros_(last.weight)
+            nn.init.zeros_(last.bias)
+        if groups is None:
+            return module
+        return _GroupMean(module, input_shape, groups, out_features)
+
+    def __sklearn_is_fitted__(self):
+        return True
+
+
+class _GroupMean(nn.Module):
+    """A per-pixel logit map averaged over feature groups: ``(n, n_groups)``."""
+
+    def __init__(self, pixels, input_shape, groups, n_groups):
+        super().__init__()
+        self.pixels = pixels
+        self.channels = int(input_shape[0])
+        groups = torch.as_tensor(np.asarray(groups), dtype=torch.long)
+        counts = torch.bincount(groups, minlength=n_groups).float()
+        if len(counts) != n_groups or bool((counts == 0).any()):
+            raise ValueError(f"groups should number the {n_groups} groups 0 .. {n_groups - 1}.")
+        self.register_buffer("groups", groups, persistent=False)
+        self.register_buffer("counts", counts, persistent=False)
+
+    def forward(self, x):
+        logits = self.pixels(x).repeat(1, self.channels)  # every channel of a pixel
+        total = logits.new_zeros(len(logits), len(self.counts))
+        return total.index_add_(1, self.groups, logits) / self.counts
+
+
+def _image_input(factory, in_features, input_shape):
+    """``(channels, height, width)`` of the rows a convolutional factory will read."""
+    name = type(factory).__name__
+    if input_shape is None or len(input_shape) != 3:
+        raise ValueError(
+            f"{name} needs images: fit the explainer on X of shape (n_samples, height, width) "
+            "or (n_samples, channels, height, width), or give image_shape= for flat rows."
+        )
+    _, height, width = (int(s) for s in input_shape)
+    if in_features % (height * width):
+        raise ValueError(
+            f"{name} reads rows of {in_features} values as {height} x {width} images; that "
+            "is not a whole number of channels."
+        )
+    if int(factory.kernel_size) < 1 or int(factory.kernel_size) % 2 == 0:
+        raise ValueError(f"kernel_size should be a positive odd integer; got {factory.kernel_size!r}.")
+    return in_features // (height * width), height, width
+
+
+def _conv(in_channels, out_channels, kernel_size):
+    if out_channels < 1:
+        raise ValueError(f"channels should be positive integers; got {out_channels}.")
+    return nn.Conv2d(in_channels, out_channels, int(kernel_size), padding=int(kernel_size) // 2)
+
+
+def _activation(name):
+    if name not in _ACTIVATIONS:
+        raise ValueError(f"activation should be one of {sorted(_ACTIVATIONS)}; got {name!r}.")
+    return _ACTIVATIONS[name]
 
 
 class EnergyMLP(BaseEstimator):

@@ -39,7 +39,7 @@ from safetensors.torch import load_file, save_file
 from sklearn.utils.validation import check_is_fitted
 
 from ._masking import Masker
-from ._networks import MLP
+from ._networks import CNN, MLP, CNNSelector
 from ._outputs import OutputSpec
 from ._utils import resolve_device, seeded
 from .base import _OPTIMIZERS, Problem, _SkorchEstimatorMixin
@@ -54,7 +54,7 @@ _METADATA_KEY = "sk_sointer"
 
 # The package's network factories, by the name a file gives them. A factory is stored as
 # its parameters, so only a class whose modules follow from them alone can be listed.
-_FACTORIES = {"MLP": MLP}
+_FACTORIES = {"MLP": MLP, "CNN": CNN, "CNNSelector": CNNSelector}
 
 _OPTIMIZER_NAMES = {cls: name for name, cls in _OPTIMIZERS.items()}
 
@@ -516,10 +516,12 @@ def _load_masker(estimator, state, tensors):
     fitted = {"n_groups_": state["n_groups_"], "groups_": None}
     for name in _MASKER_ARRAYS:
         fitted[name] = _array(tensors, f"masker_.{name}", (n_features,), "f")
-    if masker.groups is not None:
+    if masker.groups is not None or getattr(estimator, "patch_size", None) is not None:
         groups = fitted["groups_"] = _array(tensors, "masker_.groups_", (n_features,), "i")
         if groups.min(initial=0) < 0 or groups.max(initial=0) >= state["n_groups_"]:
             raise ValueError("The file's feature groups do not match its number of groups.")
+        if masker.groups is None:  # the patches of patch_size, as fit gave them to the masker
+            masker.groups = groups
     # What Masker.fit sets, with the cache of device copies it starts empty.
     vars(masker).update(fitted, _tensors={})
     return masker
@@ -570,7 +572,7 @@ def _array(tensors, name, shape, kind):
 def _attach(black_box, estimator):
     if black_box is None:
         return None
-    black_box = as_black_box(black_box)
+    black_box = as_black_box(black_box).with_row_shape(getattr(estimator, "row_shape_", None))
     n_features = getattr(black_box.model, "n_features_in_", None)
     if n_features is not None and n_features != estimator.n_features_in_:
         raise ValueError(

@@ -37,7 +37,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from skorch.callbacks import Callback, ProgressBar
 from skorch.dataset import ValidSplit
 
-from ._masking import Masker
+from ._masking import Masker, flatten_rows, image_shape_of, patch_groups
 from ._outputs import OutputSpec, check_outputs, output_agreement
 from ._utils import in_chunks, inference_chunk, resolve_device, seeded
 from .black_box import BlackBox, as_black_box
@@ -58,9 +58,10 @@ class Problem:
     Attributes
     ----------
     n_features : int
-        Width of a row.
+        Width of a (flattened) row.
     input_shape : tuple
-        Shape of one row as the networks may read it (``(n_features,)`` for a table).
+        Shape of one row as the networks may read it: ``(n_features,)`` for a table,
+        ``(channels, height, width)`` for images.
     masker : Masker
         Fitted masker: baseline, standardisation, feature groups.
     output_spec : OutputSpec
@@ -130,17 +131,21 @@ class _SkorchEstimatorMixin:
         their own units (for the black box), ``X_scaled`` as the networks see them."""
 
     def _fit(self, X, y, black_box):
+        X, row_shape = flatten_rows(X)
         X = validate_data(self, X, dtype=[np.float32, np.float64], ensure_min_samples=2)
-        masker = Masker(self.baseline, getattr(self, "groups", None)).fit(X)
-        model, targets, spec = self._resolve_targets(X, y, black_box)
+        image_shape = image_shape_of(row_shape, X.shape[1], getattr(self, "image_shape", None))
+        masker = Masker(self.baseline, self._groups(image_shape)).fit(X)
+        model, targets, spec = self._resolve_targets(X, y, black_box, row_shape)
         problem = Problem(
             n_features=X.shape[1],
-            input_shape=(X.shape[1],),
+            input_shape=image_shape or (X.shape[1],),
             masker=masker,
             output_spec=spec.select(getattr(self, "target", None)).fitted(targets),
             black_box=model,
         )
         self._check_params(problem)
+        self.row_shape_ = row_shape
+        self.image_shape_ = image_shape
         self.black_box_ = model
         self.masker_ = masker
         self.output_spec_ = problem.output_spec
@@ -159,6 +164,38 @@ class _SkorchEstimatorMixin:
             self._train(problem, X, net_input, targets)
         return self
 
+    def _groups(self, image_shape):
+        """The masker's feature groups: ``groups``, or the patches of ``patch_size``."""
+        groups, patch_size = getattr(self, "groups", None), getattr(self, "patch_size", None)
+        if patch_size is None:
+            return groups
+        if groups is not None:
+            raise ValueError("Pass groups or patch_size, not both: patch_size makes the groups.")
+        if image_shape is None:
+            raise ValueError(
+                "patch_size needs images: X of shape (n_samples, height, width) or (n_samples, "
+                "channels, height, width), or flat rows with image_shape=(height, width)."
+            )
+        return patch_groups(image_shape, patch_size)
+
+    def _flat_rows(self, X, input_name="X"):
+        """Rows of ``X`` flattened as in ``fit`` (images become rows of pixels)."""
+        row_shape = getattr(self, "row_shape_", None)
+        if row_shape is None:
+            return X  # a table: validation rejects anything else with sklearn's message
+        X = np.asarray(X)
+        if X.shape[1:] != row_shape:
+            raise ValueError(
+                f"{input_name} should hold rows of shape {row_shape}, as in fit; got an array of "
+                f"shape {X.shape}."
+            )
+        return X.reshape(len(X), -1)
+
+    def _shaped(self, values):
+        """Flat per-feature rows (masks, scores) in the shape of the rows given to ``fit``."""
+        row_shape = getattr(self, "row_shape_", None)
+        return values if row_shape is None else values.reshape(len(values), *row_shape)
+
     def _train(self, problem, X, net_input, targets):
         """Train ``net_`` on what the selector sees and the (standardised) outputs."""
         self.net_.fit(net_input, targets)
@@ -170,7 +207,7 @@ class _SkorchEstimatorMixin:
         read only the first ``n_features`` columns."""
         return X_scaled
 
-    def _resolve_targets(self, X, y, black_box):
+    def _resolve_targets(self, X, y, black_box, row_shape=None):
         name = type(self).__name__
         if black_box is not None and y is not None:
             raise ValueError(
@@ -181,7 +218,8 @@ class _SkorchEstimatorMixin:
         if model is None and y is not None and _is_model(y):
             model = y
         if model is not None:
-            model = as_black_box(model)
+            # The package works on flat rows; the model gets them in the shape fit got.
+            model = as_black_box(model).with_row_shape(row_shape)
             targets = in_chunks(model.predict, X)
             return model, targets, model.spec
         if y is None:
@@ -322,7 +360,7 @@ class BaseExplainer(
         scores : ndarray of shape (n_samples, n_features), float32
         """
         X = self._validate_transform_input(X, finite=False)
-        return self._explain_rows(X, self._scores_of, np.float32)
+        return self._shaped(self._explain_rows(X, self._scores_of, np.float32))
 
     def transform(self, X):
         """k-hot masks of the features the black box relied on, one row per sample.
@@ -340,7 +378,7 @@ class BaseExplainer(
             0/1 values in the dtype of ``X`` (float32 or float64).
         """
         X = self._validate_transform_input(X, finite=False)
-        return self._explain_rows(X, self._masks_of, X.dtype)
+        return self._shaped(self._explain_rows(X, self._masks_of, X.dtype))
 
     def predict_masked(self, X, masks):
         """The method's own judge of masks (approximator or predictor) on ``m(x, mask)``.
@@ -358,7 +396,7 @@ class BaseExplainer(
             Probabilities, or values in the target's units, like the black box's outputs.
         """
         X = self._validate_transform_input(X)
-        masks = _check_masks(masks, X.shape)
+        masks = _check_masks(self._flat_rows(masks, "masks"), X.shape)
         X_scaled = self.masker_.standardize(X)
         predict = lambda rows, kept: self.net_.predict_masked(  # noqa: E731
             torch.as_tensor(rows), torch.as_tensor(kept)
@@ -392,6 +430,7 @@ class BaseExplainer(
         spec = self.output_spec_
         if self.black_box_ is not None:
             full = in_chunks(self.black_box_.predict, X)
+            masks = masks.reshape(X.shape)
             masked = in_chunks(self.black_box_.predict, self.masker_.mask_raw(X, masks))
             return output_agreement(full, masked, spec)
         if y is None:
@@ -408,8 +447,8 @@ class BaseExplainer(
         """``X`` validated against the fit; ``finite=False`` leaves the finite check to
         :meth:`_explain_rows`, which checks the standardised rows anyway."""
         check_is_fitted(self)
-        return validate_data(self, X, dtype=[np.float32, np.float64], reset=False,
-                             ensure_all_finite=finite)
+        return validate_data(self, self._flat_rows(X), dtype=[np.float32, np.float64],
+                             reset=False, ensure_all_finite=finite)
 
     def _explain_rows(self, X, finish, dtype):
         """``finish(scores, out)`` for the selector's per-group scores of raw rows ``X``, one

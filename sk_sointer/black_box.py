@@ -8,6 +8,8 @@ described by the same :class:`OutputSpec`, so the training objectives never need
 where their targets came from.
 """
 
+import copy
+
 import numpy as np
 import torch
 from sklearn.base import is_classifier
@@ -40,6 +42,11 @@ class BlackBox:
         Meaning of the outputs; known after the first call.
     differentiable : bool
         Whether gradients flow from the outputs back to the inputs (torch modules only).
+    row_shape : tuple or None
+        The shape in which the model takes one row (images: ``(height, width)`` or
+        ``(channels, height, width)``): flat rows are reshaped to it before every call.
+        ``None``: rows go as they are. An explainer fitted on images sets it on its own
+        copy (:meth:`with_row_shape`).
     """
 
     def __init__(self, model, *, kind, output="auto"):
@@ -49,9 +56,23 @@ class BlackBox:
         self.differentiable = kind == "torch"
         self.spec = None
         self.n_features_in_ = None
+        self.row_shape = None
 
     def __repr__(self):
         return f"BlackBox({self.model!r})"
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.__dict__.setdefault("row_shape", None)  # pickled before images were supported
+
+    def with_row_shape(self, row_shape):
+        """This black box (a copy when the shape changes) taking rows of shape ``row_shape``."""
+        row_shape = None if row_shape is None else tuple(row_shape)
+        if row_shape == self.row_shape:
+            return self
+        black_box = copy.copy(self)
+        black_box.row_shape = row_shape
+        return black_box
 
     def __call__(self, X, *, grad=False):
         """Outputs of the model on ``X`` as a float32 tensor of shape (n_samples, n_outputs).
@@ -63,6 +84,8 @@ class BlackBox:
             Keep the autograd graph (torch modules only), e.g. for gradient priors.
         """
         device = X.device if isinstance(X, torch.Tensor) else torch.device("cpu")
+        if self.row_shape is not None and X.ndim == 2:
+            X = X.reshape(X.shape[0], *self.row_shape)
         if self.kind == "torch":
             out = self._call_torch(X, grad=grad)
         else:

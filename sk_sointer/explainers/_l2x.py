@@ -80,6 +80,10 @@ class L2XExplainer(BaseExplainer):
 
     %(groups)s
 
+    %(image_shape)s
+
+    %(patch_size)s
+
     max_epochs : int, default=100
         Passes over the training data.
 
@@ -167,6 +171,8 @@ class L2XExplainer(BaseExplainer):
     _parameter_constraints: dict = {
         **BaseExplainer._parameter_constraints,
         "groups": ["array-like", None],
+        "image_shape": [tuple, list, None],
+        "patch_size": [Integral, tuple, list, None],
         "k": [Interval(Integral, 1, None, closed="left")],
         "tau": [Interval(Real, 0, None, closed="neither")],
         "selector": [callable],
@@ -182,6 +188,8 @@ class L2XExplainer(BaseExplainer):
         approximator=MLP(hidden_units=(200, 200), batch_norm=True),
         baseline="mean",
         groups=None,
+        image_shape=None,
+        patch_size=None,
         max_epochs=100,
         batch_size=1000,
         lr=1e-3,
@@ -200,6 +208,8 @@ class L2XExplainer(BaseExplainer):
         self.approximator = approximator
         self.baseline = baseline
         self.groups = groups
+        self.image_shape = image_shape
+        self.patch_size = patch_size
         self.max_epochs = max_epochs
         self.batch_size = batch_size
         self.lr = lr

@@ -91,7 +91,7 @@ class SelectorJudgeNet(NeuralNet):
         if self.selector:
             in_features = self.selector_in_features or self.n_features
             self.module_ = build_network(self.module, in_features, self.masker.n_groups_,
-                                         self.input_shape)
+                                         self.input_shape, self.masker.groups_)
         else:
             self.module_ = self._build_judge(self.module)
         for name in self.judges:

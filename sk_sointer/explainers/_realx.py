@@ -198,6 +198,10 @@ class RealXExplainer(BaseExplainer):
 
     %(groups)s
 
+    %(image_shape)s
+
+    %(patch_size)s
+
     max_epochs : int, default=160
         Total passes over the training data, predictor-only epochs included.
 
@@ -305,6 +309,8 @@ class RealXExplainer(BaseExplainer):
     _parameter_constraints: dict = {
         **BaseExplainer._parameter_constraints,
         "groups": ["array-like", None],
+        "image_shape": [tuple, list, None],
+        "patch_size": [Integral, tuple, list, None],
         "k": [Interval(Integral, 1, None, closed="left"), None],
         "alpha": [Interval(Real, 0, None, closed="left")],
         "tau": [Interval(Real, 0, None, closed="neither")],
@@ -328,6 +334,8 @@ class RealXExplainer(BaseExplainer):
         predictor=MLP(hidden_units=(200, 200), batch_norm=True),
         baseline="mean",
         groups=None,
+        image_shape=None,
+        patch_size=None,
         max_epochs=160,
         batch_size=256,
         lr=1e-3,
@@ -350,6 +358,8 @@ class RealXExplainer(BaseExplainer):
         self.predictor = predictor
         self.baseline = baseline
         self.groups = groups
+        self.image_shape = image_shape
+        self.patch_size = patch_size
         self.max_epochs = max_epochs
         self.batch_size = batch_size
         self.lr = lr

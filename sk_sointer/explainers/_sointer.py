@@ -336,6 +336,10 @@ class SOInterExplainer(BaseExplainer):
 
     %(groups)s
 
+    %(image_shape)s
+
+    %(patch_size)s
+
     max_epochs : int, default=50
         Most outer iterations (an epoch of the interpreter, then a re-query of the model).
 
@@ -448,6 +452,8 @@ class SOInterExplainer(BaseExplainer):
         "straight_through": ["boolean"],
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
         "groups": ["array-like", None],
+        "image_shape": [tuple, list, None],
+        "patch_size": [Integral, tuple, list, None],
     }
 
     def __init__(
@@ -472,6 +478,8 @@ class SOInterExplainer(BaseExplainer):
         n_iter_no_change=10,
         baseline="mean",
         groups=None,
+        image_shape=None,
+        patch_size=None,
         max_epochs=50,
         batch_size=256,
         lr=1e-3,
@@ -503,6 +511,8 @@ class SOInterExplainer(BaseExplainer):
         self.n_iter_no_change = n_iter_no_change
         self.baseline = baseline
         self.groups = groups
+        self.image_shape = image_shape
+        self.patch_size = patch_size
         self.max_epochs = max_epochs
         self.batch_size = batch_size
         self.lr = lr

@@ -3,7 +3,7 @@
 import numpy as np
 from sklearn.utils import check_array
 
-from .._masking import Masker
+from .._masking import Masker, flatten_rows
 from .._outputs import output_agreement
 from .._utils import in_chunks
 from ..black_box import as_black_box
@@ -26,7 +26,9 @@ def posthoc_accuracy(black_box, X, masks, *, baseline="mean", multioutput="unifo
     black_box : model
         Anything :func:`~sk_sointer.as_black_box` accepts.
     X : array-like of shape (n_samples, n_features)
-    masks : array-like of shape (n_samples, n_features)
+        Or images, ``(n_samples, height, width)`` or ``(n_samples, channels, height, width)``:
+        the black box is queried with rows of that shape.
+    masks : array-like of the shape of X
         Selections, 1 (or any value > 0) for a kept feature.
     baseline : {"mean", "zero"}, float or array-like of shape (n_features,), default="mean"
         The value of a left-out feature: the mean of ``X`` over the rows given (pass the
@@ -52,12 +54,18 @@ def posthoc_accuracy(black_box, X, masks, *, baseline="mean", multioutput="unifo
     >>> posthoc_accuracy(model, X, keep_first) > 0.95
     True
     """
+    X, row_shape = flatten_rows(X)
     X = check_array(X, dtype=[np.float64, np.float32])
+    if row_shape is not None:
+        if np.shape(masks) != (len(X), *row_shape):
+            raise ValueError(f"masks should have the shape of X {(len(X), *row_shape)}; got "
+                             f"{np.shape(masks)}.")
+        masks = np.reshape(masks, X.shape)
     masks = check_array(masks, dtype=np.float32, input_name="masks")
     if masks.shape != X.shape:
         raise ValueError(f"masks should have the shape of X {X.shape}; got {masks.shape}.")
     masker = Masker(baseline).fit(X)
-    black_box = as_black_box(black_box)
+    black_box = as_black_box(black_box).with_row_shape(row_shape)
     full = in_chunks(black_box.predict, X)
     masked = in_chunks(black_box.predict, masker.mask_raw(X, masks > 0))
     return output_agreement(full, masked, black_box.spec, multioutput=multioutput)
