@@ -1,0 +1,60 @@
+"""Smoke test of the image benchmark on its fast profile (sklearn's 8 x 8 digits)."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from benchmarks import bench_images
+from benchmarks.harness import images
+
+torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="module")
+def fast_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("images") / "images_fast.json"
+    methods = ["l2x", "realx"]
+    try:
+        import captum  # noqa: F401  (the bench extra)
+        methods.append("saliency")
+    except ImportError:
+        pass
+    bench_images.main(["--profile", "fast", "--device", "cpu", "--out", str(out),
+                       "--methods", *methods])
+    return methods, json.loads(out.read_text(encoding="utf-8")), out.with_suffix(".rst")
+
+
+def test_fast_profile_records_every_method_with_metrics_in_range(fast_run):
+    methods, payload, _ = fast_run
+    records = payload["records"]
+    assert [r["method"] for r in records] == [*methods, images.RANDOM]
+    for r in records:
+        assert r["error"] is None
+        for name in ("fs_m", "fu_m", "eacc", "black_box_acc"):
+            assert 0.0 <= r[name] <= 1.0, name
+    by_name = {r["method"]: r for r in records}
+    # k = 4 of the 16 patches of 2 x 2: a quarter of the pixels, whole patches.
+    for name in [m for m in methods if m != "realx"] + [images.RANDOM]:
+        assert by_name[name]["selected_pct"] == pytest.approx(25.0)
+    # Even five epochs of L2X keep the CNN's answer far better than random patches, and
+    # removing its patches changes the answer more often than removing random ones.
+    assert by_name["l2x"]["fs_m"] > by_name[images.RANDOM]["fs_m"] + 0.15
+    assert by_name["l2x"]["fu_m"] < by_name[images.RANDOM]["fu_m"]
+    assert by_name["l2x"]["black_box_acc"] > 0.85
+
+
+def test_fast_profile_renders_one_row_per_method(fast_run):
+    methods, payload, rst = fast_run
+    text = rst.read_text(encoding="utf-8")
+    for r in payload["records"]:
+        assert r["method_label"] in text
+    assert "Explaining a CNN on images" in text
+
+
+def test_patch_masks_keep_the_patches_of_largest_absolute_sum():
+    groups = np.array([0, 0, 1, 1, 2, 2])
+    attributions = np.array([[1.0, 1.0, -3.0, 0.5, 0.1, 0.1]])
+    np.testing.assert_array_equal(images.patch_masks(attributions, groups, 1), [[0, 0, 1, 1, 0, 0]])
+    np.testing.assert_array_equal(images.patch_masks(attributions, groups, 2), [[1, 1, 1, 1, 0, 0]])
