@@ -182,3 +182,15 @@ def test_image_errors_name_the_problem(digits_3_vs_8):
     nan[3, 0, 2, 2] = np.nan
     with pytest.raises(ValueError, match="Input X contains NaN"):
         explainer.transform(nan)
+
+
+def test_grid_search_over_k_and_tau_on_images(digits_3_vs_8):
+    from sklearn.model_selection import GridSearchCV
+
+    X, model = digits_3_vs_8
+    search = GridSearchCV(L2XExplainer(patch_size=2, max_epochs=2, batch_size=64, **FAST),
+                          {"k": [2, 4], "tau": [0.1, 0.5]}, cv=2).fit(X, black_box=model)
+    assert np.isfinite(search.cv_results_["mean_test_score"]).all()
+    masks = search.best_estimator_.transform(X[:3])
+    assert masks.shape == (3, 1, 8, 8)
+    assert masks.reshape(3, -1).sum(axis=1).tolist() == [4 * search.best_params_["k"]] * 3
