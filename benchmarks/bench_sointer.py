@@ -56,6 +56,13 @@ def parse_args(argv=None):
     parser.add_argument("--out", type=Path, default=None,
                         help="JSON file to write (default: benchmarks/results/"
                         "sointer_<profile>.json); the RST tables go next to it")
+    parser.add_argument("--merge", action="store_true",
+                        help="keep the records of --out that this run does not redo (same "
+                        "data set, width, target and method), so a partial rerun updates a "
+                        "full table")
+    parser.add_argument("--add", nargs="+", type=Path, metavar="JSON",
+                        help="run nothing: merge the records of these results files into "
+                        "--out (as --merge would) and render its tables")
     return parser.parse_args(argv)
 
 
@@ -72,12 +79,15 @@ def main(argv=None):
     if args.no_peers:
         methods = [name for name in methods if structured.METHODS[name].amortized]
     out = args.out or report.RESULTS_DIR / f"sointer_{profile.name}.json"
+    if args.add:
+        return add_results(out, args.add, profile)
     machine = report.machine_info(args.device, args.threads)
     start = time.perf_counter()
+    kept = report.load_records(out) if args.merge and out.exists() else []
 
     def save(records):
         machine["wall_s"] = round(time.perf_counter() - start, 1)
-        report.save_results(out, records, machine, profile)
+        report.save_results(out, structured.merge_records(kept, records), machine, profile)
 
     def log(line):
         print(f"[{time.perf_counter() - start:7.1f} s] {line}", file=sys.stderr, flush=True)
@@ -86,6 +96,7 @@ def main(argv=None):
         profile, sets=args.sets, widths=args.widths, methods=methods, device=args.device,
         threads=args.threads, seeds=args.seeds, on_record=save, log=log)
     save(records)
+    records = structured.merge_records(kept, records)
     table = structured.render_rst(records, machine, profile)
     out.with_suffix(".rst").write_text(table, encoding="utf-8")
     print(table)
@@ -95,6 +106,23 @@ def main(argv=None):
         log(f"failed {line}")
     log(f"done: {len(records)} records ({len(failed)} failed), wall time "
         f"{machine['wall_s']:.0f} s; results in {out}")
+
+
+def add_results(out, paths, profile):
+    """Merge the records of the results files ``paths`` into ``out``; the machine entry
+    keeps ``out``'s and lists the added files, each with its own machine entry."""
+    import json
+
+    payload = json.loads(out.read_text(encoding="utf-8"))
+    records, machine = payload["records"], payload["machine"]
+    for path in paths:
+        added = json.loads(Path(path).read_text(encoding="utf-8"))
+        records = structured.merge_records(records, added["records"])
+        machine.setdefault("merged", []).append({"file": Path(path).name, **added["machine"]})
+    report.save_results(out, records, machine, profile)
+    table = structured.render_rst(records, machine, profile)
+    out.with_suffix(".rst").write_text(table, encoding="utf-8")
+    print(table)
 
 
 if __name__ == "__main__":

@@ -234,6 +234,19 @@ def test_merge_keeps_records_not_redone():
     ]
 
 
+def test_structured_merge_replaces_redone_records_and_places_new_methods_by_task():
+    def rec(d, target, method, v):
+        return {"dataset": "E1", "n_features": d, "target": target, "method": method, "v": v}
+
+    kept = [rec(5, 0, "sointer", 1), rec(5, 0, "random", 2), rec(10, 0, "sointer", 3)]
+    new = [rec(5, 0, "sointer", 4), rec(5, 0, "sointer_baseline", 5), rec(20, 1, "l2x", 6)]
+    merged = structured.merge_records(kept, new)
+    assert [(r["n_features"], r["method"], r["v"]) for r in merged] == [
+        (5, "sointer", 4), (5, "random", 2), (5, "sointer_baseline", 5), (10, "sointer", 3),
+        (20, "l2x", 6),
+    ]
+
+
 def test_extra_seeds_record_each_seeds_median_rank():
     records = run.run_benchmark(TINY, dataset_names=["orange_skin"], methods=["l2x"],
                                 device="cpu", seeds=3)

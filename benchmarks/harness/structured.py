@@ -535,6 +535,26 @@ def _yeast_table(records):
                        header, rows)
 
 
+def record_key(record):
+    """What makes a record: one method on one target of one data set at one width."""
+    return (record["dataset"], record["n_features"], record["target"], record["method"])
+
+
+def merge_records(kept, new):
+    """``kept`` with the records of ``new`` in place of those they redo (same
+    :func:`record_key`); a record of a new method goes after the last record of its task."""
+    merged = list(kept)
+    for record in new:
+        keys = [record_key(r) for r in merged]
+        if record_key(record) in keys:
+            merged[keys.index(record_key(record))] = record
+            continue
+        task = record_key(record)[:3]
+        same_task = [i for i, key in enumerate(keys) if key[:3] == task]
+        merged.insert(same_task[-1] + 1 if same_task else len(merged), record)
+    return merged
+
+
 def render_rst(records, machine, profile):
     """RST text of a run: the synthetic tables (exact match, median rank, post-hoc
     accuracy, time) and the yeast table, each when the run has its records."""
