@@ -194,3 +194,38 @@ def test_grid_search_over_k_and_tau_on_images(digits_3_vs_8):
     masks = search.best_estimator_.transform(X[:3])
     assert masks.shape == (3, 1, 8, 8)
     assert masks.reshape(3, -1).sum(axis=1).tolist() == [4 * search.best_params_["k"]] * 3
+
+
+def test_sointer_explains_one_label_of_a_multi_label_cnn_on_images():
+    from sk_sointer import EnergyNet, SOInterExplainer, as_black_box
+
+    X, y = load_digits(return_X_y=True)
+    X = X.astype(np.float32).reshape(-1, 8, 8)
+    labels = np.c_[y == 3, y == 8, y % 2 == 0].astype(np.float32)
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 32), torch.nn.ReLU(),
+                              torch.nn.Linear(32, 3))
+    optimizer = torch.optim.Adam(net.parameters(), lr=1e-2)
+    for _ in range(300):
+        optimizer.zero_grad()
+        torch.nn.functional.binary_cross_entropy_with_logits(
+            net(torch.as_tensor(X) / 16), torch.as_tensor(labels)).backward()
+        optimizer.step()
+    model = as_black_box(torch.nn.Sequential(_Scale(16.0), net), output="multilabel_logits")
+    explainer = SOInterExplainer(target=2, k=4, patch_size=2, max_epochs=10,
+                                 energy=EnergyNet(max_epochs=10), **FAST)
+    masks = explainer.fit(X, black_box=model).transform(X)
+    assert masks.shape == X.shape
+    np.testing.assert_array_equal(masks.reshape(len(X), -1).sum(axis=1), 16)
+    random = posthoc_accuracy(model, X, _random_patch_masks(len(X), (1, 8, 8), 2, 4)[:, 0],
+                              baseline=explainer.masker_.baseline_, multioutput="raw_values")
+    assert explainer.score(X) > random[2] + 0.1
+
+
+class _Scale(torch.nn.Module):
+    def __init__(self, scale):
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, x):
+        return x / self.scale

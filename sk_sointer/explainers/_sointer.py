@@ -707,6 +707,7 @@ class SOInterExplainer(BaseExplainer):
         """
         masks = self.transform(X)
         X = self._validate_transform_input(X)
+        masks = masks.reshape(X.shape)  # flat, like X, when X holds images
         if self.black_box_ is None:
             raise ValueError(
                 "This SOInterExplainer has no black box (it was left out when the explainer "
