@@ -327,8 +327,10 @@ class BaseExplainer(
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like of shape (n_samples, n_features) or images
             Rows to learn explanations from, in their own units; no labels are needed.
+            Images are ``(n_samples, height, width)`` or ``(n_samples, channels, height,
+            width)``: the explainer's other methods then take and return that shape.
         y : model or array-like of shape (n_samples,) or (n_samples, n_outputs), default=None
             The black box's outputs on ``X`` (class labels, class probabilities, 0/1 label
             indicators or values), or the model itself (see
@@ -353,11 +355,11 @@ class BaseExplainer(
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like of shape (n_samples, n_features), or images as given to ``fit``
 
         Returns
         -------
-        scores : ndarray of shape (n_samples, n_features), float32
+        scores : ndarray of the shape of X, float32
         """
         X = self._validate_transform_input(X, finite=False)
         return self._shaped(self._explain_rows(X, self._scores_of, np.float32))
@@ -370,11 +372,11 @@ class BaseExplainer(
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like of shape (n_samples, n_features), or images as given to ``fit``
 
         Returns
         -------
-        masks : ndarray of shape (n_samples, n_features)
+        masks : ndarray of the shape of X
             0/1 values in the dtype of ``X`` (float32 or float64).
         """
         X = self._validate_transform_input(X, finite=False)
@@ -385,8 +387,8 @@ class BaseExplainer(
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-        masks : array-like of shape (n_samples, n_features)
+        X : array-like of shape (n_samples, n_features), or images as given to ``fit``
+        masks : array-like of the shape of X
             0/1 masks over the features (any value > 0 counts as kept), e.g. from
             :meth:`transform`.
 
