@@ -1,6 +1,6 @@
 """Amortized instance-wise feature selection for black-box models, with a scikit-learn API."""
 
-from ._networks import CNN, MLP, CNNSelector, EnergyMLP
+from ._networks import CNN, MLP, CNNSelector, EnergyMLP, TokenCNN, TokenCNNSelector
 from ._persist import load, save
 from .black_box import BlackBox, as_black_box
 from .explainers import EnergyNet, L2XExplainer, RealXExplainer, SOInterExplainer
@@ -19,6 +19,8 @@ __all__ = [
     "MLP",
     "RealXExplainer",
     "SOInterExplainer",
+    "TokenCNN",
+    "TokenCNNSelector",
     "__version__",
     "as_black_box",
     "load",

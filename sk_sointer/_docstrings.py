@@ -55,6 +55,13 @@ patch_size : int or (int, int), default=None
     the patches, numbered row by row, become the feature groups (every channel of a pixel in
     its patch), so ``k`` counts patches. Edge patches are smaller when the size does not
     divide the image. Needs images (see ``image_shape``); exclusive with ``groups``.""",
+    "tokens": """\
+tokens : bool, default=False
+    ``X`` holds token ids, ``(n_samples, length)`` padded with 0 (see
+    :class:`~sk_sointer.text.TokenSequencer`): ``k`` counts tokens, the networks embed the
+    ids and mask in their embedding (so they must read ids: ``TokenCNNSelector``,
+    ``TokenCNN``), and a left-out token is the padding 0 when the black box is queried,
+    with int64 ids (``baseline`` is not used).""",
     "optimizer": """\
 optimizer : {"adam", "adamw", "rmsprop", "sgd"} or torch optimizer class, default="adam"
     Optimizer class, by name or as a ``torch.optim.Optimizer`` subclass.""",

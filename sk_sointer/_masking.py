@@ -33,6 +33,11 @@ class Masker:
         Value of a left-out feature, in the data's units.
     groups : array-like of shape (n_features,), default=None
         One group id per feature; ``None`` makes every feature its own group.
+    tokens : bool, default=False
+        The features are token ids (0 the padding): the networks get them as they are (no
+        standardisation, so that they can embed them) together with the mask, and mask in
+        their embedding; a left-out token is the padding for the black box (the baseline
+        is 0 whatever ``baseline`` says).
 
     Attributes
     ----------
@@ -48,15 +53,19 @@ class Masker:
         Number of groups: the width of a selector's output.
     """
 
-    def __init__(self, baseline="mean", groups=None):
+    def __init__(self, baseline="mean", groups=None, tokens=False):
         self.baseline = baseline
         self.groups = groups
+        self.tokens = tokens
 
     def fit(self, X):
         """Learn the standardisation and resolve the baseline and the groups on ``X``."""
         X = np.asarray(X)
         n_features = X.shape[1]
-        mean, spread = _column_mean_std(X)
+        if self.tokens:
+            mean, spread = np.zeros(n_features), np.ones(n_features)
+        else:
+            mean, spread = _column_mean_std(X)
         if not (np.isfinite(mean).all() and np.isfinite(spread).all()):
             raise ValueError(
                 "X has values too large to standardise (their mean or spread overflows); "
@@ -79,6 +88,8 @@ class Masker:
 
     def _resolve_baseline(self, n_features):
         baseline = self.baseline
+        if getattr(self, "tokens", False):
+            return np.zeros(n_features)  # the padding id
         if isinstance(baseline, str):
             if baseline == "mean":
                 return self.mean_.copy()
@@ -184,6 +195,10 @@ class Masker:
         mask follows as extra columns, so that a left-out feature is told apart from a
         feature that happens to equal the baseline."""
         masks = masks.to(X_scaled.dtype)
+        if getattr(self, "tokens", False):
+            # Token ids stay whole (a relaxed mask would make fractional ids): the networks
+            # get the ids and the mask, and multiply the ids' embeddings by the mask.
+            return torch.cat([X_scaled, masks], dim=1)
         baseline = self._tensor("baseline_scaled_", X_scaled)
         masked = baseline + masks * (X_scaled - baseline)
         return torch.cat([masked, masks], dim=1) if append_mask else masked

@@ -122,17 +122,19 @@ def _glorot_init(module, activation):
             nn.init.zeros_(layer.bias)
 
 
-def build_network(factory, in_features, out_features, input_shape=None, groups=None):
+def build_network(factory, in_features, out_features, input_shape=None, groups=None,
+                  n_tokens=None):
     """Call a network factory; ``input_shape`` (and for selectors ``groups``, the group of
-    each input value) are passed only to factories that accept them, so plain
-    ``(in_features, out_features)`` callables keep working."""
+    each input value; for token ids ``n_tokens``, the number of ids) are passed only to
+    factories that accept them, so plain ``(in_features, out_features)`` callables keep
+    working."""
     try:
         parameters = inspect.signature(factory).parameters
     except (TypeError, ValueError):  # builtins without a signature
         parameters = {}
     any_keyword = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
-    extra = {name: value for name, value in [("input_shape", input_shape), ("groups", groups)]
-             if name in parameters or any_keyword}
+    offered = [("input_shape", input_shape), ("groups", groups), ("n_tokens", n_tokens)]
+    extra = {name: value for name, value in offered if name in parameters or any_keyword}
     module = factory(in_features=in_features, out_features=out_features, **extra)
     if not isinstance(module, torch.nn.Module):
         raise TypeError(
@@ -273,7 +275,7 @@ class CNNSelector(BaseEstimator):
 
 
 class _GroupMean(nn.Module):
-    """A per-pixel logit map averaged over feature groups: ``(n, n_groups)``."""
+    """Per-pixel (or per-token) logits averaged over feature groups: ``(n, n_groups)``."""
 
     def __init__(self, pixels, input_shape, groups, n_groups):
         super().__init__()
@@ -321,6 +323,171 @@ def _activation(name):
     if name not in _ACTIVATIONS:
         raise ValueError(f"activation should be one of {sorted(_ACTIVATIONS)}; got {name!r}.")
     return _ACTIVATIONS[name]
+
+
+class TokenCNN(BaseEstimator):
+    """Factory of word-CNN judges (approximators, predictors) over token ids.
+
+    The judge gets the ids of a row and its mask side by side (what the masker gives an
+    explainer fitted with ``tokens=True``); it embeds the ids, multiplies every embedding
+    by its token's mask (a left-out token contributes nothing, whatever its id), and
+    reads them with a 1-d convolution, a max over the sequence and dense layers: L2X's
+    IMDB approximator.
+
+    Parameters
+    ----------
+    embedding_dim : int, default=50
+    filters : int, default=100
+        Channels of the convolution.
+    kernel_size : int, default=3
+    hidden_units : tuple of int, default=(100,)
+        Dense layers after the max over the sequence.
+    vocab_size : int, default=None
+        Rows of the embedding; default: the largest id seen by ``fit``, plus one.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sk_sointer import TokenCNN
+    >>> net = TokenCNN(filters=4, hidden_units=(8,))(2 * 7, 2, input_shape=(7,), n_tokens=20)
+    >>> ids, mask = torch.randint(0, 20, (5, 7)), torch.ones(5, 7)
+    >>> net(torch.cat([ids.float(), mask], dim=1)).shape
+    torch.Size([5, 2])
+    """
+
+    def __init__(self, embedding_dim=50, filters=100, kernel_size=3, hidden_units=(100,),
+                 vocab_size=None):
+        self.embedding_dim = embedding_dim
+        self.filters = filters
+        self.kernel_size = kernel_size
+        self.hidden_units = hidden_units
+        self.vocab_size = vocab_size
+
+    def __call__(self, in_features, out_features, input_shape=None, n_tokens=None):
+        length = _sequence_length(self, in_features, input_shape, masked=True)
+        embedding = _embedding(self, n_tokens)
+        conv = nn.Conv1d(int(self.embedding_dim), int(self.filters), int(self.kernel_size),
+                         padding=int(self.kernel_size) // 2)
+        head = MLP(self.hidden_units)(int(self.filters), out_features)
+        return _TokenJudge(embedding, conv, head, length)
+
+    def __sklearn_is_fitted__(self):
+        return True
+
+
+class TokenCNNSelector(BaseEstimator):
+    """Factory of selectors over token ids: one score per token (or per group of tokens).
+
+    L2X's IMDB selector: the ids are embedded, a 1-d convolution reads them, and each
+    token's features (two more convolutions) are joined with the sequence's (a max over it,
+    then a dense layer) before a 1 x 1 convolution gives the token's logit. Padding tokens
+    are scored like any other; a row's padding carries no information to select.
+
+    Parameters
+    ----------
+    embedding_dim : int, default=50
+    filters : int, default=100
+    kernel_size : int, default=3
+    vocab_size : int, default=None
+        Rows of the embedding; default: the largest id seen by ``fit``, plus one.
+    zero_output : bool, default=False
+        Start the last layer at zero, every token with the same logit (see :class:`MLP`).
+        Off by default: until the zero layer has grown, the layers below it get no gradient
+        but the weight decay's, which (under Adam) shrank them to zero first on a task
+        where the selection had to be learnt together with the embeddings.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sk_sointer import TokenCNNSelector
+    >>> net = TokenCNNSelector(filters=4)(7, 7, input_shape=(7,), n_tokens=20)
+    >>> net(torch.randint(0, 20, (5, 7)).float()).shape
+    torch.Size([5, 7])
+    """
+
+    def __init__(self, embedding_dim=50, filters=100, kernel_size=3, vocab_size=None,
+                 zero_output=False):
+        self.embedding_dim = embedding_dim
+        self.filters = filters
+        self.kernel_size = kernel_size
+        self.vocab_size = vocab_size
+        self.zero_output = zero_output
+
+    def __call__(self, in_features, out_features, input_shape=None, n_tokens=None, groups=None):
+        length = _sequence_length(self, in_features, input_shape, masked=False)
+        module = _TokenSelector(_embedding(self, n_tokens), int(self.embedding_dim),
+                                int(self.filters), int(self.kernel_size), length)
+        if self.zero_output:
+            nn.init.zeros_(module.out.weight)
+            nn.init.zeros_(module.out.bias)
+        if groups is None:
+            if out_features != length:
+                raise ValueError(f"TokenCNNSelector scores {length} tokens; {out_features} "
+                                 "scores were asked for without groups.")
+            return module
+        return _GroupMean(module, (1,), groups, out_features)
+
+    def __sklearn_is_fitted__(self):
+        return True
+
+
+class _TokenJudge(nn.Module):
+    def __init__(self, embedding, conv, head, length):
+        super().__init__()
+        self.embedding, self.conv, self.head, self.length = embedding, conv, head, length
+
+    def forward(self, x):
+        ids, mask = x[:, : self.length].long(), x[:, self.length :]
+        embedded = self.embedding(ids) * mask.unsqueeze(-1)  # (n, length, dim)
+        features = torch.relu(self.conv(embedded.transpose(1, 2)))
+        return self.head(features.amax(dim=2))
+
+
+class _TokenSelector(nn.Module):
+    def __init__(self, embedding, dim, filters, kernel_size, length):
+        super().__init__()
+        pad = kernel_size // 2
+        self.embedding, self.length = embedding, length
+        self.first = nn.Conv1d(dim, filters, kernel_size, padding=pad)
+        self.local = nn.Sequential(nn.Conv1d(filters, filters, kernel_size, padding=pad), nn.ReLU(),
+                                   nn.Conv1d(filters, filters, kernel_size, padding=pad), nn.ReLU())
+        self.context = nn.Linear(filters, filters)
+        self.joint = nn.Conv1d(2 * filters, filters, 1)
+        self.out = nn.Conv1d(filters, 1, 1)
+
+    def forward(self, x):
+        ids = x[:, : self.length].long()
+        first = torch.relu(self.first(self.embedding(ids).transpose(1, 2)))  # (n, filters, L)
+        context = torch.relu(self.context(first.amax(dim=2)))
+        joined = torch.cat([self.local(first), context.unsqueeze(2).expand_as(first)], dim=1)
+        return self.out(torch.relu(self.joint(joined))).squeeze(1)
+
+
+def _sequence_length(factory, in_features, input_shape, *, masked):
+    name = type(factory).__name__
+    if input_shape is None or len(input_shape) != 1:
+        raise ValueError(f"{name} reads sequences of token ids; got rows of shape {input_shape}.")
+    length = int(input_shape[0])
+    if in_features != length * (2 if masked else 1):
+        what = "ids and mask" if masked else "ids"
+        raise ValueError(
+            f"{name} expects rows of {what} ({length * (2 if masked else 1)} values); got "
+            f"{in_features}. Fit the explainer with tokens=True."
+        )
+    if int(factory.kernel_size) < 1 or int(factory.kernel_size) % 2 == 0:
+        raise ValueError(f"kernel_size should be a positive odd integer; got {factory.kernel_size!r}.")
+    return length
+
+
+def _embedding(factory, n_tokens):
+    size = factory.vocab_size if factory.vocab_size is not None else n_tokens
+    if size is None:
+        raise ValueError(f"{type(factory).__name__} needs vocab_size, or an explainer fitted "
+                         "with tokens=True to give it the number of token ids.")
+    if n_tokens is not None and int(size) < n_tokens:
+        raise ValueError(f"vocab_size={size} is smaller than the token ids seen in fit (up to "
+                         f"{n_tokens - 1}).")
+    return nn.Embedding(int(size), int(factory.embedding_dim), padding_idx=0)
 
 
 class EnergyMLP(BaseEstimator):

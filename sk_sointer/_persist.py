@@ -39,7 +39,7 @@ from safetensors.torch import load_file, save_file
 from sklearn.utils.validation import check_is_fitted
 
 from ._masking import Masker
-from ._networks import CNN, MLP, CNNSelector
+from ._networks import CNN, MLP, CNNSelector, TokenCNN, TokenCNNSelector
 from ._outputs import OutputSpec
 from ._utils import resolve_device, seeded
 from .base import _OPTIMIZERS, Problem, _SkorchEstimatorMixin
@@ -54,7 +54,8 @@ _METADATA_KEY = "sk_sointer"
 
 # The package's network factories, by the name a file gives them. A factory is stored as
 # its parameters, so only a class whose modules follow from them alone can be listed.
-_FACTORIES = {"MLP": MLP, "CNN": CNN, "CNNSelector": CNNSelector}
+_FACTORIES = {"MLP": MLP, "CNN": CNN, "CNNSelector": CNNSelector, "TokenCNN": TokenCNN,
+              "TokenCNNSelector": TokenCNNSelector}
 
 _OPTIMIZER_NAMES = {cls: name for name, cls in _OPTIMIZERS.items()}
 
@@ -512,7 +513,8 @@ def _load_masker(estimator, state, tensors):
     if not isinstance(state, dict) or not isinstance(state.get("n_groups_"), int):
         raise ValueError("The file's masker state should give n_groups_, an int.")
     n_features = estimator.n_features_in_
-    masker = Masker(estimator.baseline, getattr(estimator, "groups", None))
+    masker = Masker(estimator.baseline, getattr(estimator, "groups", None),
+                    tokens=bool(getattr(estimator, "tokens", False)))
     fitted = {"n_groups_": state["n_groups_"], "groups_": None}
     for name in _MASKER_ARRAYS:
         fitted[name] = _array(tensors, f"masker_.{name}", (n_features,), "f")
@@ -573,6 +575,7 @@ def _attach(black_box, estimator):
     if black_box is None:
         return None
     black_box = as_black_box(black_box).with_row_shape(getattr(estimator, "row_shape_", None))
+    black_box = black_box.with_token_ids(bool(getattr(estimator, "tokens", False)))
     n_features = getattr(black_box.model, "n_features_in_", None)
     if n_features is not None and n_features != estimator.n_features_in_:
         raise ValueError(
@@ -614,6 +617,7 @@ def _load_net(estimator, state, tensors, device, path):
         masker=estimator.masker_,
         output_spec=estimator.output_spec_,
         black_box=estimator.black_box_,
+        n_tokens=getattr(estimator, "n_tokens_", None),
     )
     # The modules draw initial weights that the stored ones replace: the caller's torch
     # random state is left as it was. The seed and the sample count only configure training.

@@ -38,6 +38,7 @@ from skorch.callbacks import Callback, ProgressBar
 from skorch.dataset import ValidSplit
 
 from ._masking import Masker, flatten_rows, image_shape_of, patch_groups
+from ._networks import MLP
 from ._outputs import OutputSpec, check_outputs, output_agreement
 from ._utils import in_chunks, inference_chunk, resolve_device, seeded
 from .black_box import BlackBox, as_black_box
@@ -68,6 +69,8 @@ class Problem:
         The black box's outputs, with the target output selected when there is one.
     black_box : BlackBox or None
         The model, when ``fit`` received one (``None``: outputs only).
+    n_tokens : int or None
+        With token ids (``tokens=True``): the number of ids (the largest seen, plus one).
     """
 
     n_features: int
@@ -75,6 +78,7 @@ class Problem:
     masker: Masker
     output_spec: OutputSpec
     black_box: BlackBox = None
+    n_tokens: int = None
 
     @property
     def n_groups(self):
@@ -88,8 +92,11 @@ class Problem:
     def net_params(self):
         """The problem's part of a :class:`~sk_sointer.explainers._net.SelectorJudgeNet`'s
         parameters."""
-        return {"masker": self.masker, "output_spec": self.output_spec,
-                "input_shape": self.input_shape}
+        params = {"masker": self.masker, "output_spec": self.output_spec,
+                  "input_shape": self.input_shape}
+        if self.n_tokens is not None:
+            params["n_tokens"] = self.n_tokens
+        return params
 
 
 class _SkorchEstimatorMixin:
@@ -134,18 +141,22 @@ class _SkorchEstimatorMixin:
         X, row_shape = flatten_rows(X)
         X = validate_data(self, X, dtype=[np.float32, np.float64], ensure_min_samples=2)
         image_shape = image_shape_of(row_shape, X.shape[1], getattr(self, "image_shape", None))
-        masker = Masker(self.baseline, self._groups(image_shape)).fit(X)
-        model, targets, spec = self._resolve_targets(X, y, black_box, row_shape)
+        tokens = bool(getattr(self, "tokens", False))
+        n_tokens = self._check_tokens(X, fitting=True) if tokens else None
+        masker = Masker(self.baseline, self._groups(image_shape), tokens=tokens).fit(X)
+        model, targets, spec = self._resolve_targets(X, y, black_box, row_shape, tokens)
         problem = Problem(
             n_features=X.shape[1],
             input_shape=image_shape or (X.shape[1],),
             masker=masker,
             output_spec=spec.select(getattr(self, "target", None)).fitted(targets),
             black_box=model,
+            n_tokens=n_tokens,
         )
         self._check_params(problem)
         self.row_shape_ = row_shape
         self.image_shape_ = image_shape
+        self.n_tokens_ = n_tokens
         self.black_box_ = model
         self.masker_ = masker
         self.output_spec_ = problem.output_spec
@@ -178,6 +189,31 @@ class _SkorchEstimatorMixin:
             )
         return patch_groups(image_shape, patch_size)
 
+    def _check_tokens(self, X, fitting=False):
+        """With ``tokens=True``: ``X`` must hold token ids, whole numbers from 0 (the
+        padding) below the number of ids seen by ``fit``; returns that number when fitting."""
+        name = type(self).__name__
+        if fitting:
+            for prefix in ("selector", "approximator", "predictor"):
+                if isinstance(getattr(self, prefix, None), MLP):
+                    raise ValueError(
+                        f"{name} with tokens=True needs networks that embed token ids: pass "
+                        f"{prefix}=TokenCNN{'Selector' if prefix == 'selector' else ''}() (an "
+                        "MLP would read the ids as numbers)."
+                    )
+        if X.size and (X.min() < 0 or not np.array_equal(X, np.round(X))):
+            raise ValueError(f"{name} was given tokens=True, so X should hold token ids: whole "
+                             "numbers >= 0 (0 the padding).")
+        largest = int(X.max()) if X.size else 0
+        if fitting:
+            return largest + 1
+        if largest >= self.n_tokens_:
+            raise ValueError(
+                f"X holds token id {largest}, but {name} was fitted on ids below "
+                f"{self.n_tokens_}; map unknown tokens to an id seen in fit."
+            )
+        return None
+
     def _flat_rows(self, X, input_name="X"):
         """Rows of ``X`` flattened as in ``fit`` (images become rows of pixels)."""
         row_shape = getattr(self, "row_shape_", None)
@@ -207,7 +243,7 @@ class _SkorchEstimatorMixin:
         read only the first ``n_features`` columns."""
         return X_scaled
 
-    def _resolve_targets(self, X, y, black_box, row_shape=None):
+    def _resolve_targets(self, X, y, black_box, row_shape=None, tokens=False):
         name = type(self).__name__
         if black_box is not None and y is not None:
             raise ValueError(
@@ -219,7 +255,7 @@ class _SkorchEstimatorMixin:
             model = y
         if model is not None:
             # The package works on flat rows; the model gets them in the shape fit got.
-            model = as_black_box(model).with_row_shape(row_shape)
+            model = as_black_box(model).with_row_shape(row_shape).with_token_ids(tokens)
             targets = in_chunks(model.predict, X)
             return model, targets, model.spec
         if y is None:
@@ -449,8 +485,11 @@ class BaseExplainer(
         """``X`` validated against the fit; ``finite=False`` leaves the finite check to
         :meth:`_explain_rows`, which checks the standardised rows anyway."""
         check_is_fitted(self)
-        return validate_data(self, self._flat_rows(X), dtype=[np.float32, np.float64],
-                             reset=False, ensure_all_finite=finite)
+        X = validate_data(self, self._flat_rows(X), dtype=[np.float32, np.float64],
+                          reset=False, ensure_all_finite=finite or bool(getattr(self, "tokens", False)))
+        if getattr(self, "tokens", False):
+            self._check_tokens(X)
+        return X
 
     def _explain_rows(self, X, finish, dtype):
         """``finish(scores, out)`` for the selector's per-group scores of raw rows ``X``, one

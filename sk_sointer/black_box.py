@@ -47,6 +47,10 @@ class BlackBox:
         ``(channels, height, width)``): flat rows are reshaped to it before every call.
         ``None``: rows go as they are. An explainer fitted on images sets it on its own
         copy (:meth:`with_row_shape`).
+    token_ids : bool
+        Whether the model takes token ids: rows are given to it as int64 (a torch module
+        gets a ``LongTensor``). An explainer fitted with ``tokens=True`` sets it on its
+        own copy (:meth:`with_token_ids`).
     """
 
     def __init__(self, model, *, kind, output="auto"):
@@ -57,6 +61,7 @@ class BlackBox:
         self.spec = None
         self.n_features_in_ = None
         self.row_shape = None
+        self.token_ids = False
 
     def __repr__(self):
         return f"BlackBox({self.model!r})"
@@ -64,6 +69,7 @@ class BlackBox:
     def __setstate__(self, state):
         self.__dict__.update(state)
         self.__dict__.setdefault("row_shape", None)  # pickled before images were supported
+        self.__dict__.setdefault("token_ids", False)
 
     def with_row_shape(self, row_shape):
         """This black box (a copy when the shape changes) taking rows of shape ``row_shape``."""
@@ -72,6 +78,14 @@ class BlackBox:
             return self
         black_box = copy.copy(self)
         black_box.row_shape = row_shape
+        return black_box
+
+    def with_token_ids(self, token_ids=True):
+        """This black box (a copy when it changes) taking rows of token ids as int64."""
+        if bool(token_ids) == self.token_ids:
+            return self
+        black_box = copy.copy(self)
+        black_box.token_ids = bool(token_ids)
         return black_box
 
     def __call__(self, X, *, grad=False):
@@ -86,6 +100,8 @@ class BlackBox:
         device = X.device if isinstance(X, torch.Tensor) else torch.device("cpu")
         if self.row_shape is not None and X.ndim == 2:
             X = X.reshape(X.shape[0], *self.row_shape)
+        if self.token_ids:
+            X = X.long() if isinstance(X, torch.Tensor) else np.asarray(X).astype(np.int64)
         if self.kind == "torch":
             out = self._call_torch(X, grad=grad)
         else:
@@ -101,7 +117,9 @@ class BlackBox:
         A scikit-learn style estimator gets float64 rows as they are; torch modules,
         callables and other rows get float32."""
         X = np.asarray(X)
-        if self.kind in ("torch", "callable"):
+        if self.token_ids:
+            X = torch.as_tensor(X.astype(np.int64)) if self.kind == "torch" else X.astype(np.int64)
+        elif self.kind in ("torch", "callable"):
             X = torch.as_tensor(np.asarray(X, dtype=np.float32))
         with torch.no_grad():
             return self(X).cpu().numpy()
@@ -110,7 +128,7 @@ class BlackBox:
         # An estimator fitted on float64 data with large-magnitude features (timestamps,
         # ids) answers differently on rows rounded to float32 (128 s apart near 1.7e9).
         # Callables keep float32: they may hand the rows to a float32 torch module.
-        if X.dtype == np.float64 and self.kind != "callable":
+        if self.token_ids or (X.dtype == np.float64 and self.kind != "callable"):
             return X
         return X.astype(np.float32, copy=False)
 
@@ -118,7 +136,7 @@ class BlackBox:
         module = self.model
         param = next(iter(module.parameters()), None)
         device = param.device if param is not None else torch.device("cpu")
-        X = torch.as_tensor(X, dtype=torch.float32).to(device)
+        X = torch.as_tensor(X, dtype=torch.long if self.token_ids else torch.float32).to(device)
         was_training = module.training
         module.eval()
         try:

@@ -298,7 +298,7 @@ def test_file_holds_tensors_and_a_json_document(saved):
     }
     assert document["params"]["groups"]["ndarray"] == GROUPS.tolist()
     assert document["attributes"] == {"k_": 2, "n_features_in_": 8, "image_shape_": None,
-                                      "row_shape_": None}
+                                      "row_shape_": None, "n_tokens_": None}
     assert document["masker"] == {"n_groups_": 4}
     assert document["output_spec"] == {"kinds": ["real"], "blocks": [[0, 1]], "classes": None,
                                        "target": None}

@@ -84,6 +84,8 @@ class L2XExplainer(BaseExplainer):
 
     %(patch_size)s
 
+    %(tokens)s
+
     max_epochs : int, default=100
         Passes over the training data.
 
@@ -173,6 +175,7 @@ class L2XExplainer(BaseExplainer):
         "groups": ["array-like", None],
         "image_shape": [tuple, list, None],
         "patch_size": [Integral, tuple, list, None],
+        "tokens": ["boolean"],
         "k": [Interval(Integral, 1, None, closed="left")],
         "tau": [Interval(Real, 0, None, closed="neither")],
         "selector": [callable],
@@ -190,6 +193,7 @@ class L2XExplainer(BaseExplainer):
         groups=None,
         image_shape=None,
         patch_size=None,
+        tokens=False,
         max_epochs=100,
         batch_size=1000,
         lr=1e-3,
@@ -210,6 +214,7 @@ class L2XExplainer(BaseExplainer):
         self.groups = groups
         self.image_shape = image_shape
         self.patch_size = patch_size
+        self.tokens = tokens
         self.max_epochs = max_epochs
         self.batch_size = batch_size
         self.lr = lr

@@ -47,6 +47,9 @@ class SelectorJudgeNet(NeuralNet):
         Width of what the selector sees; default: the number of features.
     input_shape : tuple, default=None
         Shape of one input row, passed to factories that accept it.
+    n_tokens : int, default=None
+        With token ids (a masker with ``tokens=True``): the number of ids, passed to
+        factories that accept it (their embedding's size).
     data_on_device : bool, default=True
         Move the training rows to the net's device once per fit and slice batches there;
         ``False`` keeps them on the host and copies every batch.
@@ -62,7 +65,8 @@ class SelectorJudgeNet(NeuralNet):
     selector = True
 
     def __init__(self, module, *, masker, output_spec, append_mask=False,
-                 selector_in_features=None, input_shape=None, data_on_device=True, **kwargs):
+                 selector_in_features=None, input_shape=None, n_tokens=None, data_on_device=True,
+                 **kwargs):
         for name in self.judges:
             setattr(self, name, kwargs.pop(name))
         self.masker = masker
@@ -70,6 +74,7 @@ class SelectorJudgeNet(NeuralNet):
         self.append_mask = append_mask
         self.selector_in_features = selector_in_features
         self.input_shape = input_shape
+        self.n_tokens = n_tokens
         self.data_on_device = data_on_device
         super().__init__(module, criterion=OutputLoss, criterion__spec=output_spec, **kwargs)
 
@@ -79,7 +84,9 @@ class SelectorJudgeNet(NeuralNet):
 
     @property
     def judge_in_features(self):
-        return self.n_features * (2 if self.append_mask else 1)
+        # Token ids always come with their mask (the judge masks in its embedding).
+        masked_width = 2 if self.append_mask or getattr(self.masker, "tokens", False) else 1
+        return self.n_features * masked_width
 
     @property
     def epoch(self):
@@ -91,7 +98,7 @@ class SelectorJudgeNet(NeuralNet):
         if self.selector:
             in_features = self.selector_in_features or self.n_features
             self.module_ = build_network(self.module, in_features, self.masker.n_groups_,
-                                         self.input_shape, self.masker.groups_)
+                                         self.input_shape, self.masker.groups_, self.n_tokens)
         else:
             self.module_ = self._build_judge(self.module)
         for name in self.judges:
@@ -100,7 +107,7 @@ class SelectorJudgeNet(NeuralNet):
 
     def _build_judge(self, factory):
         return build_network(factory, self.judge_in_features, self.output_spec.n_columns,
-                             self.input_shape)
+                             self.input_shape, n_tokens=self.n_tokens)
 
     def module_optimizer(self, prefix, module):
         """An instance of the net's optimizer class over ``module``'s parameters only, with

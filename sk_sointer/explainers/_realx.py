@@ -202,6 +202,8 @@ class RealXExplainer(BaseExplainer):
 
     %(patch_size)s
 
+    %(tokens)s
+
     max_epochs : int, default=160
         Total passes over the training data, predictor-only epochs included.
 
@@ -311,6 +313,7 @@ class RealXExplainer(BaseExplainer):
         "groups": ["array-like", None],
         "image_shape": [tuple, list, None],
         "patch_size": [Integral, tuple, list, None],
+        "tokens": ["boolean"],
         "k": [Interval(Integral, 1, None, closed="left"), None],
         "alpha": [Interval(Real, 0, None, closed="left")],
         "tau": [Interval(Real, 0, None, closed="neither")],
@@ -336,6 +339,7 @@ class RealXExplainer(BaseExplainer):
         groups=None,
         image_shape=None,
         patch_size=None,
+        tokens=False,
         max_epochs=160,
         batch_size=256,
         lr=1e-3,
@@ -360,6 +364,7 @@ class RealXExplainer(BaseExplainer):
         self.groups = groups
         self.image_shape = image_shape
         self.patch_size = patch_size
+        self.tokens = tokens
         self.max_epochs = max_epochs
         self.batch_size = batch_size
         self.lr = lr
