@@ -61,7 +61,9 @@ tokens : bool, default=False
     :class:`~sk_sointer.text.TokenSequencer`): ``k`` counts tokens, the networks embed the
     ids and mask in their embedding (so they must read ids: ``TokenCNNSelector``,
     ``TokenCNN``), and a left-out token is the padding 0 when the black box is queried,
-    with int64 ids (``baseline`` is not used).""",
+    with int64 ids (``baseline`` is not used). Token networks train better without weight
+    decay (``weight_decay=0``): with L2X's tabular default, a selector on tweets flattened
+    to equal scores (the first k tokens of every row).""",
     "optimizer": """\
 optimizer : {"adam", "adamw", "rmsprop", "sgd"} or torch optimizer class, default="adam"
     Optimizer class, by name or as a ``torch.optim.Optimizer`` subclass.""",

@@ -380,8 +380,8 @@ class TokenCNNSelector(BaseEstimator):
 
     L2X's IMDB selector: the ids are embedded, a 1-d convolution reads them, and each
     token's features (two more convolutions) are joined with the sequence's (a max over it,
-    then a dense layer) before a 1 x 1 convolution gives the token's logit. Padding tokens
-    are scored like any other; a row's padding carries no information to select.
+    then a dense layer) before a 1 x 1 convolution gives the token's logit. Padding (id 0)
+    gets a logit far below any other: it is never selected while a row has a token left.
 
     Parameters
     ----------
@@ -431,6 +431,11 @@ class TokenCNNSelector(BaseEstimator):
         return True
 
 
+# Far below a trained selector's logits, yet finite for every relaxation (sigmoid(-30) is
+# 1e-13; a softmax over it and a logit of 0 gives it 1e-13 too).
+_PADDING_LOGIT = -30.0
+
+
 class _TokenJudge(nn.Module):
     def __init__(self, embedding, conv, head, length):
         super().__init__()
@@ -460,7 +465,10 @@ class _TokenSelector(nn.Module):
         first = torch.relu(self.first(self.embedding(ids).transpose(1, 2)))  # (n, filters, L)
         context = torch.relu(self.context(first.amax(dim=2)))
         joined = torch.cat([self.local(first), context.unsqueeze(2).expand_as(first)], dim=1)
-        return self.out(torch.relu(self.joint(joined))).squeeze(1)
+        logits = self.out(torch.relu(self.joint(joined))).squeeze(1)
+        # Padding is not a token to select: its logit sits far below any other, so that a
+        # row keeps its k most relied-on *tokens* (padding only when it has fewer than k).
+        return logits.masked_fill(ids == 0, _PADDING_LOGIT)
 
 
 def _sequence_length(factory, in_features, input_shape, *, masked):

