@@ -4,9 +4,10 @@ The black box is a word-CNN (embedding, one convolution, a max over the tweet) t
 on the token ids of 22,140 tweets; L2X keeps ``k`` tokens of each of the 1,000 held-out
 tweets. Post-hoc accuracy: the black box's answer on the tweet with every other token set
 to the padding, against its answer on the whole tweet; next to it the same for ``k`` random
-tokens of each tweet and for its first ``k`` tokens. Writes
-``benchmarks/results/text_<profile>.json``. A comparison with LIME's text explainer is
-still to come.
+tokens of each tweet, for its first ``k`` tokens, and on the first ``n_lime`` held-out
+tweets for LIME's text explainer (its ``k`` words, every occurrence of them kept; LIME
+perturbs the text and the black box reads it through the same tokenisation). Writes
+``benchmarks/results/text_<profile>.json``.
 
     python benchmarks/bench_text.py --profile full
 """
@@ -38,11 +39,15 @@ class TextProfile:
     n_train: int
     black_box_epochs: int
     max_epochs: int
+    n_lime: int
+    lime_samples: int
 
 
 PROFILES = {
-    "fast": TextProfile("fast", n_explain=200, n_train=2_000, black_box_epochs=2, max_epochs=2),
-    "full": TextProfile("full", n_explain=1_000, n_train=None, black_box_epochs=3, max_epochs=5),
+    "fast": TextProfile("fast", n_explain=200, n_train=2_000, black_box_epochs=2, max_epochs=2,
+                        n_lime=10, lime_samples=500),
+    "full": TextProfile("full", n_explain=1_000, n_train=None, black_box_epochs=3, max_epochs=5,
+                        n_lime=200, lime_samples=5000),
 }
 
 
@@ -118,6 +123,8 @@ def main(argv=None):
     random = np.zeros(rows.shape)
     np.put_along_axis(random, np.argsort(-draws, axis=1)[:, : args.k], 1.0, axis=1)
     first = np.broadcast_to(np.arange(rows.shape[1]) < args.k, rows.shape).astype(float)
+    lime = lime_masks(texts, explain[: profile.n_lime], rows[: profile.n_lime], sequencer,
+                      model, args.k, profile.lime_samples)
     record = {
         "k": args.k, "n_train": len(train), "n_explain": len(rows),
         "mean_tokens": float((rows > 0).sum(axis=1).mean()), "black_box_acc": accuracy,
@@ -125,6 +132,7 @@ def main(argv=None):
         "random_posthoc": posthoc_accuracy(black_box, rows, random, baseline="zero"),
         "first_k_posthoc": posthoc_accuracy(black_box, rows, first, baseline="zero"),
         "fit_s": fit_s, "explain_ms_per_row": ms_per_row,
+        **lime_record(lime, black_box, rows[: profile.n_lime], masks[: profile.n_lime]),
         "examples": [[texts[explain[i]], words]
                      for i, words in enumerate(sequencer.selected_words(rows[:5], masks[:5]))],
     }
@@ -136,6 +144,45 @@ def main(argv=None):
     out = args.out or report.RESULTS_DIR / f"text_{args.profile}.json"
     report.save_results(out, [record], machine, profile)
     return record
+
+
+def lime_masks(texts, indices, rows, sequencer, model, k, n_samples):
+    """Token masks of LIME's ``k`` words for each tweet (every occurrence kept) and the
+    seconds it took; ``None`` without lime."""
+    try:
+        from lime.lime_text import LimeTextExplainer
+    except ImportError:
+        return None
+
+    def proba(batch):
+        with torch.no_grad():
+            return model(torch.as_tensor(sequencer.transform(batch))).numpy()
+
+    explainer = LimeTextExplainer(class_names=["negative", "positive"], random_state=0)
+    masks = np.zeros(rows.shape)
+    start = time.perf_counter()
+    for row, i in enumerate(indices):
+        label = int(proba([texts[i]])[0].argmax())
+        explanation = explainer.explain_instance(texts[i], proba, num_features=k,
+                                                 labels=(label,), num_samples=n_samples)
+        chosen = {word.lower() for word, _ in explanation.as_list(label=label)}
+        masks[row] = [sequencer.words_[token] in chosen for token in rows[row]]
+    return masks, time.perf_counter() - start
+
+
+def lime_record(lime, black_box, rows, l2x_masks):
+    from sk_sointer.metrics import posthoc_accuracy
+
+    if lime is None:
+        return {"lime_posthoc": None}
+    masks, seconds = lime
+    return {
+        "n_lime": len(rows),
+        "lime_posthoc": posthoc_accuracy(black_box, rows, masks, baseline="zero"),
+        "l2x_posthoc_on_lime_rows": posthoc_accuracy(black_box, rows, l2x_masks, baseline="zero"),
+        "lime_tokens_kept": float(masks.sum(axis=1).mean()),
+        "lime_ms_per_row": 1000 * seconds / len(rows),
+    }
 
 
 if __name__ == "__main__":

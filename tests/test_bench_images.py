@@ -73,3 +73,6 @@ def test_text_benchmark_fast_profile(tmp_path):
         assert 0.0 <= record[key] <= 1.0
     assert record["black_box_acc"] > 0.7
     assert all(len(words) <= 10 for _, words in record["examples"])
+    if record["lime_posthoc"] is not None:  # lime installed (the bench extra)
+        assert record["n_lime"] == 10 and 0.0 <= record["lime_posthoc"] <= 1.0
+        assert record["lime_ms_per_row"] > record["explain_ms_per_row"]
