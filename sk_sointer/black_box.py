@@ -117,9 +117,7 @@ class BlackBox:
         A scikit-learn style estimator gets float64 rows as they are; torch modules,
         callables and other rows get float32."""
         X = np.asarray(X)
-        if self.token_ids:
-            X = torch.as_tensor(X.astype(np.int64)) if self.kind == "torch" else X.astype(np.int64)
-        elif self.kind in ("torch", "callable"):
+        if self.kind in ("torch", "callable") and not self.token_ids:  # ids: made int64 below
             X = torch.as_tensor(np.asarray(X, dtype=np.float32))
         with torch.no_grad():
             return self(X).cpu().numpy()

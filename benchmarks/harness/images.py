@@ -33,6 +33,7 @@ from sk_sointer._masking import patch_groups
 from sk_sointer.datasets import load_digits_3_vs_8, load_mnist_3_vs_8
 from sk_sointer.metrics import posthoc_accuracy
 
+from .peers import topk_of_abs
 from .timing import best_time, sync
 
 SPLIT_SEED = 0
@@ -229,10 +230,7 @@ def patch_masks(attributions, groups, k):
     flat = attributions.reshape(len(attributions), -1)
     per_patch = np.zeros((len(flat), groups.max() + 1))
     np.add.at(per_patch.T, groups, flat.T)
-    order = np.argsort(-np.abs(per_patch), axis=1, kind="stable")[:, :k]
-    chosen = np.zeros(per_patch.shape, dtype=np.float32)
-    np.put_along_axis(chosen, order, 1.0, axis=1)
-    return chosen[:, groups].reshape(attributions.shape)
+    return topk_of_abs(per_patch, k)[:, groups].reshape(attributions.shape)
 
 
 def run_peer(name, data, profile, device):
@@ -246,18 +244,10 @@ def run_peer(name, data, profile, device):
 
 
 def random_masks(data, profile):
-    rng = np.random.default_rng(EXPLAIN_SEED)
-    scores = rng.random((len(data.X_explain), data.groups.max() + 1))
-    return patch_masks(_spread(scores, data), data.groups, profile.k)
-
-
-def _spread(scores, data):
-    # Patch scores given to one pixel each (the first of the patch), so that summing over
-    # the patch gives the patch's score back.
-    pixels = np.zeros((len(scores), len(data.groups)))
-    first = np.unique(data.groups, return_index=True)[1]
-    pixels[:, first] = scores
-    return pixels.reshape(data.X_explain.shape)
+    """``k`` patches drawn at random for every explained image."""
+    scores = np.random.default_rng(EXPLAIN_SEED).random((len(data.X_explain),
+                                                         data.groups.max() + 1))
+    return topk_of_abs(scores, profile.k)[:, data.groups].reshape(data.X_explain.shape)
 
 
 # Metrics and the run
