@@ -3,7 +3,13 @@
 from ._networks import CNN, MLP, CNNSelector, EnergyMLP, TokenCNN, TokenCNNSelector
 from ._persist import load, save
 from .black_box import BlackBox, as_black_box
-from .explainers import EnergyNet, L2XExplainer, RealXExplainer, SOInterExplainer
+from .explainers import (
+    EnergyNet,
+    L2XExplainer,
+    MEEDExplainer,
+    RealXExplainer,
+    SOInterExplainer,
+)
 from .metrics import EvalXEvaluator
 
 __version__ = "0.1.0"
@@ -16,6 +22,7 @@ __all__ = [
     "EnergyNet",
     "EvalXEvaluator",
     "L2XExplainer",
+    "MEEDExplainer",
     "MLP",
     "RealXExplainer",
     "SOInterExplainer",

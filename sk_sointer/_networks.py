@@ -294,6 +294,35 @@ class _GroupMean(nn.Module):
         return total.index_add_(1, self.groups, logits) / self.counts
 
 
+def output_feedback_selector(selector, feedback, n_features, n_columns, n_groups,
+                             input_shape=None, groups=None):
+    """A selector that reads a row and the black box's output on it (MEED's explainer).
+
+    The output's ``n_columns`` go through the ``feedback`` network to one value per input
+    value of a table, or per pixel of an image, where they make one more channel (the
+    images' pattern of the MEED paper); the ``selector`` factory builds the body that reads
+    the row with them, so a convolutional selector sees ``channels + 1`` channels.
+    """
+    is_image = input_shape is not None and len(input_shape) == 3
+    width = int(np.prod(input_shape[1:])) if is_image else n_features
+    body = build_network(selector, n_features + width, n_groups, input_shape, groups)
+    return _OutputFeedback(body, build_network(feedback, n_columns, width), n_features)
+
+
+class _OutputFeedback(nn.Module):
+    """``body([x, feedback(y)])`` for an input ``[x, y]`` of ``n_features`` + outputs."""
+
+    def __init__(self, body, feedback, n_features):
+        super().__init__()
+        self.body = body
+        self.feedback = feedback
+        self.n_features = n_features
+
+    def forward(self, x):
+        rows, outputs = x[:, : self.n_features], x[:, self.n_features :]
+        return self.body(torch.cat([rows, self.feedback(outputs)], dim=1))
+
+
 def _image_input(factory, in_features, input_shape):
     """``(channels, height, width)`` of the rows a convolutional factory will read."""
     name = type(factory).__name__

@@ -111,8 +111,9 @@ class _SkorchEstimatorMixin:
     # Route a model given as ``fit(X, black_box=model)`` when metadata routing is enabled.
     __metadata_request__fit = {"black_box": True}
 
-    # Methods that must query the model on masked inputs while training set this.
+    # Methods that need the model itself, not only its outputs, set this, and say why.
     _requires_model = False
+    _requires_model_because = "must query the black box on masked inputs"
 
     _parameter_constraints: dict = {
         "max_epochs": [Interval(Integral, 1, None, closed="left")],
@@ -166,7 +167,7 @@ class _SkorchEstimatorMixin:
         device = resolve_device(self.device)
         with seeded(self.random_state, device) as seed:
             self._pretrain(problem, X, X_scaled, targets)
-            net_input = self._selector_input(X_scaled, X)
+            net_input = self._selector_input(X_scaled, X, targets)
             self.net_ = self._build_net(
                 problem,
                 selector_in_features=net_input.shape[1],
@@ -236,11 +237,12 @@ class _SkorchEstimatorMixin:
         """Train ``net_`` on what the selector sees and the (standardised) outputs."""
         self.net_.fit(net_input, targets)
 
-    def _selector_input(self, X_scaled, X):
+    def _selector_input(self, X_scaled, X, outputs=None):
         """What the net is fed, in training and at explanation time (float32 ndarray): the
         standardised rows, followed by any columns a method adds for its selector (MEED:
-        the black box's outputs). The selector's input width follows from it; the judges
-        read only the first ``n_features`` columns."""
+        the black box's outputs, ``outputs`` when given, standardised as the losses see
+        them). The selector's input width follows from it; the judges read only the first
+        ``n_features`` columns."""
         return X_scaled
 
     def _resolve_targets(self, X, y, black_box, row_shape=None, tokens=False):
@@ -265,7 +267,7 @@ class _SkorchEstimatorMixin:
             )
         if self._requires_model:
             raise ValueError(
-                f"{name} must query the black box on masked inputs, so it needs the model "
+                f"{name} {self._requires_model_because}, so it needs the model "
                 "itself (fit(X, black_box=model)); it got only the model's outputs."
             )
         targets, spec = check_outputs(y, X.shape[0])
@@ -491,9 +493,11 @@ class BaseExplainer(
             self._check_tokens(X)
         return X
 
-    def _explain_rows(self, X, finish, dtype):
+    def _explain_rows(self, X, finish, dtype, outputs=None):
         """``finish(scores, out)`` for the selector's per-group scores of raw rows ``X``, one
         chunk of rows at a time, ``out`` being the chunk's rows of one preallocated array.
+        ``outputs`` (the black box's standardised outputs on ``X``, or None) go to
+        :meth:`_selector_input` chunk by chunk.
 
         Standardisation (into one buffer reused by every chunk), the selector and
         ``finish`` run per chunk, so memory beyond the input and the output stays bounded
@@ -509,7 +513,9 @@ class BaseExplainer(
         buffer = np.empty((min(step, n_rows), X.shape[1]), dtype=np.float32)
         for start in range(0, n_rows, step):
             rows = X[start : start + step]
-            net_input = self._selector_input(self._standardize(rows, buffer[: len(rows)]), rows)
+            chunk_outputs = None if outputs is None else outputs[start : start + step]
+            net_input = self._selector_input(self._standardize(rows, buffer[: len(rows)]), rows,
+                                             chunk_outputs)
             with torch.inference_mode():
                 scores = self._selector_scores(torch.as_tensor(net_input).to(device))
                 finish(scores, out[start : start + len(rows)])

@@ -2,7 +2,8 @@
 
 from ._energy import EnergyNet
 from ._l2x import L2XExplainer
+from ._meed import MEEDExplainer
 from ._realx import RealXExplainer
 from ._sointer import SOInterExplainer
 
-__all__ = ["EnergyNet", "L2XExplainer", "RealXExplainer", "SOInterExplainer"]
+__all__ = ["EnergyNet", "L2XExplainer", "MEEDExplainer", "RealXExplainer", "SOInterExplainer"]

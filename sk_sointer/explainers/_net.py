@@ -96,14 +96,19 @@ class SelectorJudgeNet(NeuralNet):
 
     def initialize_module(self):
         if self.selector:
-            in_features = self.selector_in_features or self.n_features
-            self.module_ = build_network(self.module, in_features, self.masker.n_groups_,
-                                         self.input_shape, self.masker.groups_, self.n_tokens)
+            self.module_ = self.build_selector()
         else:
             self.module_ = self._build_judge(self.module)
         for name in self.judges:
             setattr(self, name + "_", self._build_judge(getattr(self, name)).to(self.device))
         return self
+
+    def build_selector(self):
+        """The selector network, from the ``module`` factory: what the net is fed in, one
+        logit per feature group out."""
+        in_features = self.selector_in_features or self.n_features
+        return build_network(self.module, in_features, self.masker.n_groups_, self.input_shape,
+                             self.masker.groups_, self.n_tokens)
 
     def _build_judge(self, factory):
         return build_network(factory, self.judge_in_features, self.output_spec.n_columns,
@@ -116,11 +121,11 @@ class SelectorJudgeNet(NeuralNet):
         return self.optimizer(*groups, **options)
 
     @staticmethod
-    def step(optimizer, loss, module):
-        """Step ``optimizer`` on the gradient of ``loss`` with respect to ``module``'s
-        parameters only: other modules' ``.grad`` stay untouched, so a loss meant for one
+    def step(optimizer, loss, *modules):
+        """Step ``optimizer`` on the gradient of ``loss`` with respect to the parameters of
+        ``modules`` only: other modules' ``.grad`` stay untouched, so a loss meant for one
         network can never train another."""
-        params = [p for p in module.parameters() if p.requires_grad]
+        params = [p for module in modules for p in module.parameters() if p.requires_grad]
         grads = torch.autograd.grad(loss, params, allow_unused=True)
         for param, grad in zip(params, grads):
             param.grad = grad  # replaces, so nothing from a previous step accumulates

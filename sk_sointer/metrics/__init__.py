@@ -1,6 +1,9 @@
 """Metrics for instance-wise feature selection.
 
-- fidelity to the black box: :func:`posthoc_accuracy`;
+- fidelity to the black box: :func:`posthoc_accuracy` (MEED's FS-M and FU-M),
+  :func:`approximator_accuracy` (FS-A and FU-A);
+- stability and sanity: :func:`max_sensitivity`, :func:`mask_similarity`,
+  :func:`randomized_model`;
 - the EVAL-X evaluator, a judge trained on random masks: :class:`EvalXEvaluator`,
   :func:`encoding_gap`;
 - ground truth on synthetic data: :func:`median_rank`, :func:`true_positive_rate`,
@@ -13,24 +16,29 @@ output second.
 """
 
 from ._evalx import EvalXEvaluator, encoding_gap
-from ._fidelity import posthoc_accuracy
+from ._fidelity import approximator_accuracy, posthoc_accuracy
 from ._ground_truth import (
     control_flow_selection_rate,
     false_discovery_rate,
     median_rank,
     true_positive_rate,
 )
+from ._sanity import mask_similarity, max_sensitivity, randomized_model
 from ._scorers import fdr_scorer, median_rank_scorer, tpr_scorer
 
 __all__ = [
     "EvalXEvaluator",
+    "approximator_accuracy",
     "control_flow_selection_rate",
     "encoding_gap",
     "false_discovery_rate",
     "fdr_scorer",
+    "mask_similarity",
+    "max_sensitivity",
     "median_rank",
     "median_rank_scorer",
     "posthoc_accuracy",
+    "randomized_model",
     "tpr_scorer",
     "true_positive_rate",
 ]

@@ -1,15 +1,27 @@
-"""Fidelity to the black box: does the model keep its answer on the selected features?"""
+"""Fidelity to the black box: does the model keep its answer on the selected features?
+
+MEED's four fidelity numbers (Yang et al. 2020, §4.1) are, for masks from an explainer:
+
+- FS-M, FU-M: :func:`posthoc_accuracy` of the black box on the selected features, and on
+  the features left out (``features="unselected"``);
+- FS-A, FU-A: :func:`approximator_accuracy`, the same agreement for a network trained
+  afresh on rows masked that way (it can read what the model cannot, such as which
+  features were kept).
+"""
 
 import numpy as np
+import torch
 from sklearn.utils import check_array
 
-from .._masking import Masker, flatten_rows
-from .._outputs import output_agreement
-from .._utils import in_chunks
+from .._masking import Masker, flatten_rows, image_shape_of
+from .._networks import MLP, build_network
+from .._outputs import output_agreement, output_loss, output_values
+from .._utils import in_chunks, resolve_device, seeded
 from ..black_box import as_black_box
 
 
-def posthoc_accuracy(black_box, X, masks, *, baseline="mean", multioutput="uniform_average"):
+def posthoc_accuracy(black_box, X, masks, *, baseline="mean", multioutput="uniform_average",
+                     features="selected"):
     """Agreement of the black box on masked rows with the black box on full rows.
 
     Left-out features take the ``baseline`` value, in the data's units. For a categorical
@@ -37,11 +49,14 @@ def posthoc_accuracy(black_box, X, masks, *, baseline="mean", multioutput="unifo
         feature.
     multioutput : {"uniform_average", "raw_values"}, default="uniform_average"
         For a model with several outputs: their average, or one score per output.
+    features : {"selected", "unselected"}, default="selected"
+        Keep the selected features (MEED's FS-M) or the ones left out (FU-M: lower is
+        better there, the explanation having taken what the model needs).
 
     Returns
     -------
     score : float or ndarray of shape (n_outputs,)
-        Higher is better; 1 is perfect.
+        Higher is better with the selected features; 1 is perfect.
 
     Examples
     --------
@@ -54,18 +69,102 @@ def posthoc_accuracy(black_box, X, masks, *, baseline="mean", multioutput="unifo
     >>> posthoc_accuracy(model, X, keep_first) > 0.95
     True
     """
+    X, masks, row_shape = _rows_and_masks(X, masks, features)
+    masker = Masker(baseline).fit(X)
+    black_box = as_black_box(black_box).with_row_shape(row_shape)
+    full = in_chunks(black_box.predict, X)
+    masked = in_chunks(black_box.predict, masker.mask_raw(X, masks))
+    return output_agreement(full, masked, black_box.spec, multioutput=multioutput)
+
+
+def approximator_accuracy(black_box, X_train, masks_train, X_test, masks_test, *,
+                          features="selected", approximator=None, baseline="mean",
+                          max_epochs=20, batch_size=128, lr=1e-3, random_state=0,
+                          device="cpu"):
+    """Agreement with the black box of a network trained afresh on masked rows (FS-A, FU-A).
+
+    A new ``approximator`` learns the black box's outputs from the training rows masked
+    by ``masks_train`` (left-out features at the baseline); the score is its agreement
+    with the black box on the test rows masked by ``masks_test``, measured as in
+    :func:`posthoc_accuracy`. Unlike the black box, the network can learn to read which
+    features were kept: a high FS-A with a low FS-M is the signature of a selection that
+    encodes the answer in its pattern (MEED, Table 2).
+
+    Parameters
+    ----------
+    black_box : model
+        Anything :func:`~sk_sointer.as_black_box` accepts.
+    X_train, X_test : array-like of shape (n_samples, n_features), or images
+    masks_train, masks_test : array-like of the shapes of ``X_train`` and ``X_test``
+        An explainer's masks of those rows (its ``transform``).
+    features : {"selected", "unselected"}, default="selected"
+        Train and judge on the selected features (FS-A) or the ones left out (FU-A).
+    approximator : callable, default=None
+        Network factory; ``None`` gives ``MLP(hidden_units=(200, 200), batch_norm=True)``
+        (pass :class:`~sk_sointer.CNN` for images, as the paper trains the black box's
+        architecture).
+    baseline : {"mean", "zero"}, float or array-like, default="mean"
+        The value of a left-out feature (the mean over ``X_train``).
+    max_epochs, batch_size, lr : int, int, float
+        Adam's training budget.
+    random_state : int, RandomState instance or None, default=0
+    device : str, default="cpu"
+
+    Returns
+    -------
+    score : float
+        Averaged over the black box's outputs; higher is better with the selected
+        features.
+    """
+    X_train, masks_train, row_shape = _rows_and_masks(X_train, masks_train, features, "masks_train")
+    X_test, masks_test, _ = _rows_and_masks(X_test, masks_test, features, "masks_test")
+    if X_test.shape[1] != X_train.shape[1]:
+        raise ValueError(f"X_test has {X_test.shape[1]} features, X_train {X_train.shape[1]}.")
+    black_box = as_black_box(black_box).with_row_shape(row_shape)
+    targets = in_chunks(black_box.predict, X_train)
+    reference = in_chunks(black_box.predict, X_test)
+    spec = black_box.spec.fitted(targets)
+    masker = Masker(baseline).fit(X_train)
+    device = resolve_device(device)
+    factory = approximator or MLP(hidden_units=(200, 200), batch_norm=True)
+    input_shape = image_shape_of(row_shape, X_train.shape[1]) or (X_train.shape[1],)
+
+    def masked(X, masks):
+        rows = torch.as_tensor(masker.standardize(X), device=device)
+        return masker.mask(rows, torch.as_tensor(masks, device=device))
+
+    with seeded(random_state, device):
+        network = build_network(factory, X_train.shape[1], spec.n_columns, input_shape).to(device)
+        optimizer = torch.optim.Adam(network.parameters(), lr=lr)
+        inputs = masked(X_train, masks_train)
+        outputs = torch.as_tensor(spec.standardize(targets), device=device)
+        network.train()
+        for _ in range(max_epochs):
+            for index in torch.randperm(len(inputs), device=device).split(batch_size):
+                if len(index) < 2:
+                    continue  # batch normalisation needs two rows
+                optimizer.zero_grad()
+                output_loss(network(inputs[index]), outputs[index], spec).backward()
+                optimizer.step()
+        network.eval()
+        with torch.no_grad():
+            predicted = output_values(network(masked(X_test, masks_test)), spec).cpu().numpy()
+    return output_agreement(reference, predicted, spec)
+
+
+def _rows_and_masks(X, masks, features, masks_name="masks"):
+    """Flat float rows, the 0/1 masks of the ``features`` to keep, and the rows' shape."""
+    if features not in ("selected", "unselected"):
+        raise ValueError(f"features should be 'selected' or 'unselected'; got {features!r}.")
     X, row_shape = flatten_rows(X)
     X = check_array(X, dtype=[np.float64, np.float32])
     if row_shape is not None:
         if np.shape(masks) != (len(X), *row_shape):
-            raise ValueError(f"masks should have the shape of X {(len(X), *row_shape)}; got "
-                             f"{np.shape(masks)}.")
+            raise ValueError(f"{masks_name} should have the shape of X {(len(X), *row_shape)}; "
+                             f"got {np.shape(masks)}.")
         masks = np.reshape(masks, X.shape)
-    masks = check_array(masks, dtype=np.float32, input_name="masks")
+    masks = check_array(masks, dtype=np.float32, input_name=masks_name)
     if masks.shape != X.shape:
-        raise ValueError(f"masks should have the shape of X {X.shape}; got {masks.shape}.")
-    masker = Masker(baseline).fit(X)
-    black_box = as_black_box(black_box).with_row_shape(row_shape)
-    full = in_chunks(black_box.predict, X)
-    masked = in_chunks(black_box.predict, masker.mask_raw(X, masks > 0))
-    return output_agreement(full, masked, black_box.spec, multioutput=multioutput)
+        raise ValueError(f"{masks_name} should have the shape of X {X.shape}; got {masks.shape}.")
+    kept = masks > 0
+    return X, (kept if features == "selected" else ~kept), row_shape
