@@ -18,11 +18,12 @@ def test_sklearn_compatible(estimator, check):
 
 
 # sklearn's fitting checks pass outputs of one target as y; SOInter needs a multi-output
-# model itself, so tests/test_sointer.py runs the checks that do not fit.
-NEEDS_A_MULTI_OUTPUT_MODEL = {"SOInterExplainer"}
+# model itself and MEED the model (it reads the model's output on every row), so
+# tests/test_sointer.py and tests/test_meed.py run the checks that do not fit.
+NEEDS_THE_MODEL = {"SOInterExplainer", "MEEDExplainer"}
 
 
 def test_every_public_estimator_is_checked():
     public = {name for name in sk_sointer.__all__ if name.endswith(("Explainer", "Evaluator"))}
     checked = {type(estimator).__name__ for estimator in PUBLIC_ESTIMATORS}
-    assert public == checked | NEEDS_A_MULTI_OUTPUT_MODEL
+    assert public == checked | NEEDS_THE_MODEL

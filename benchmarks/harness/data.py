@@ -58,6 +58,7 @@ PROFILES = {
         n_explain=200,
         explainer_params={
             "l2x": {"max_epochs": 30, "batch_size": 200},
+            "meed": {"max_epochs": 30, "batch_size": 200},
             "realx": {"max_epochs": 30, "predictor_epochs": 15},
             "evalx": {"max_epochs": 30},
         },

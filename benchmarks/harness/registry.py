@@ -111,6 +111,8 @@ METHODS = {
                params_key="l2x"),
         Method("realx", "REAL-X", "sk_sointer", estimator=sk_sointer.RealXExplainer,
                params_key="realx", k_for=thresholded_on_control_flow),
+        Method("meed", "MEED", "sk_sointer", estimator=sk_sointer.MEEDExplainer,
+               params_key="meed"),
         Method("sointer", "SOInter", "sk_sointer", estimator=_sointer, params_key="sointer",
                requires="SOInterExplainer", target_output=True),
         Method("sointer_baseline", "SOInter (fill=baseline)", "sk_sointer",

@@ -42,13 +42,16 @@ def throughput_ratio(explainer, X, *, repeats=7):
     Both see float32 rows: the bare pass a tensor already on the selector's device under
     ``torch.inference_mode()``, ``transform`` the same rows as a numpy array, so the ratio
     measures what validation, device transfers and top-k/threshold cost on top of the
-    network. 1.0 means the wrapper is free; values a little above 1 are timing noise.
+    network (for MEED also querying the black box for the outputs its selector reads). 1.0
+    means the wrapper is free; values a little above 1 are timing noise.
     """
     module = explainer.net_.module_.eval()
     param = next(module.parameters(), None)
     device = param.device if param is not None else torch.device("cpu")
     X32 = np.ascontiguousarray(X, dtype=np.float32)
-    X_t = torch.as_tensor(X32, device=device)
+    # What the selector reads (MEED's has the black box's outputs after the row; the
+    # values do not change the time of a forward pass).
+    X_t = torch.as_tensor(explainer._selector_input(X32, X32), device=device)
 
     def forward():
         with torch.inference_mode():

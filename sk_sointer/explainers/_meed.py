@@ -1,6 +1,6 @@
 """MEED: an explainer that sees the model's output, with adversarial infidelity learning.
 
-Yang et al. (KDD 2020) select the features ``S`` of a row that maximise
+Liang et al. (KDD 2020) select the features ``S`` of a row that maximise
 ``I(x_S; y) - I(x_S̄; y)``: the selected features should carry the black box's output ``y``
 and the unselected ones should not (eqs. 1-2). With ``v`` the relaxed k-hot mask of L2X's
 k-subset Concrete on the explainer's logits ``s = E(x, y)``, two approximators judge it:
@@ -73,6 +73,8 @@ class MEEDNet(SelectorJudgeNet):
         super().__init__(module, **kwargs)
 
     def build_selector(self):
+        if self.feedback is None:  # the selector reads the row alone
+            return super().build_selector()
         return output_feedback_selector(
             self.module, self.feedback, self.n_features, self.output_spec.n_columns,
             self.masker.n_groups_, self.input_shape, self.masker.groups_,
@@ -249,7 +251,7 @@ class MEEDExplainer(BaseExplainer):
 
     Like :class:`~sk_sointer.L2XExplainer`, a selector network keeps ``k`` features (or
     feature groups) of each row, trained with an approximator that predicts the black box
-    from them. MEED adds three things (Yang et al., KDD 2020):
+    from them. MEED adds three things (Liang et al., KDD 2020):
 
     - the selector also reads the black box's output on the row (output feedback);
     - a second, adversarial approximator predicts the output from the features left out,
@@ -294,8 +296,10 @@ class MEEDExplainer(BaseExplainer):
         input is the row followed by the feedback (one value per feature; for images one
         more channel, so a :class:`~sk_sointer.CNNSelector` reads ``channels + 1``).
 
-    feedback : callable, default=MLP(hidden_units=(100,))
+    feedback : callable or None, default=MLP(hidden_units=(100,))
         Factory of the network mapping the black box's output columns to the feedback.
+        ``None``: no output feedback (the paper's ablation "w/o Output"); the selector
+        reads the row alone, and explaining rows no longer needs the black box.
 
     approximator : callable, default=MLP(hidden_units=(200, 200), batch_norm=True)
         Factory of the fidelity approximator ``A_s``, which predicts the black box from the
@@ -384,7 +388,7 @@ class MEEDExplainer(BaseExplainer):
 
     References
     ----------
-    .. [1] F. Yang, Z. Zhang, H. Wang, Y. Li and X. Hu, "Adversarial Infidelity Learning
+    .. [1] J. Liang, B. Bai, Y. Cao, K. Bai and F. Wang, "Adversarial Infidelity Learning
        for Model Interpretation", KDD 2020.
 
     Examples
@@ -414,7 +418,7 @@ class MEEDExplainer(BaseExplainer):
         "prior": [StrOptions({"auto", "model", "surrogate"}), None],
         "prior_weight": [Interval(Real, 0, None, closed="left")],
         "selector": [callable],
-        "feedback": [callable],
+        "feedback": [callable, None],
         "approximator": [callable],
         "adversary": [callable],
     }
@@ -513,6 +517,8 @@ class MEEDExplainer(BaseExplainer):
         """The black box's outputs on the raw rows ``X``, standardised as in training."""
         check_is_fitted(self)
         spec = self.output_spec_
+        if self.feedback is None:
+            return None
         if outputs is not None:
             return spec.standardize(spec.encode(outputs, X.shape[0]))
         if self.black_box_ is None:
@@ -527,6 +533,8 @@ class MEEDExplainer(BaseExplainer):
         return spec.standardize(in_chunks(self.black_box_.predict, X))
 
     def _selector_input(self, X_scaled, X, outputs=None):
+        if self.feedback is None:
+            return X_scaled
         if outputs is None:  # only when X is not finite: standardisation raised already
             outputs = np.zeros((len(X), self.output_spec_.n_columns), dtype=np.float32)
         return np.hstack([X_scaled, np.asarray(outputs, dtype=np.float32)])

@@ -1,6 +1,6 @@
 """Fidelity to the black box: does the model keep its answer on the selected features?
 
-MEED's four fidelity numbers (Yang et al. 2020, §4.1) are, for masks from an explainer:
+MEED's four fidelity numbers (Liang et al. 2020, §4.1) are, for masks from an explainer:
 
 - FS-M, FU-M: :func:`posthoc_accuracy` of the black box on the selected features, and on
   the features left out (``features="unselected"``);
