@@ -31,7 +31,9 @@ def tiny_run(tmp_path_factory):
 def test_the_tiny_grid_records_finite_positive_timings_and_ratios(tiny_run):
     out, payload = tiny_run
     records = payload["records"]
-    assert [r["method"] for r in records] == registry.method_names(amortized=True)
+    # Methods without a plain-loop anchor in harness/anchor.py (MEED) are skipped.
+    assert [r["method"] for r in records] == [
+        name for name in registry.method_names(amortized=True) if name in anchor.ANCHORS]
     for r in records:
         assert r["error"] is None, r["traceback"]
         assert r["memory_error"] is None, r["memory_error"]

@@ -31,7 +31,7 @@ class _RecordingL2X(L2XExplainer):
     def _pretrain(self, problem, X, X_scaled, targets):
         type(self).pretrained = (problem, X_scaled.copy(), targets.copy())
 
-    def _selector_input(self, X_scaled, X):
+    def _selector_input(self, X_scaled, X, outputs=None):
         return np.c_[X_scaled, np.ones(len(X_scaled), dtype=np.float32)]
 
 
