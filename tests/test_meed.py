@@ -10,12 +10,13 @@ import torch.nn.functional as F
 from sklearn.linear_model import LogisticRegression
 from torch import nn
 
-from sk_sointer import CNNSelector, MEEDExplainer, load, save
+from sk_sointer import MLP, CNNSelector, MEEDExplainer, load, save
 from sk_sointer._outputs import OutputSpec
 from sk_sointer.explainers._meed import infidelity_loss, log_prior, model_gradient_scores
 from sk_sointer.metrics import posthoc_accuracy
 
 FAST = dict(max_epochs=25, batch_size=100, device="cpu", random_state=0)
+FEEDBACK = MLP(hidden_units=(100,))
 
 
 class Linear2(nn.Module):
@@ -61,7 +62,7 @@ def test_needs_the_model_at_fit(data):
 
 
 def test_the_selector_reads_the_output(data):
-    expl = MEEDExplainer(k=2, **FAST).fit(data, black_box=Linear2())
+    expl = MEEDExplainer(k=2, feedback=FEEDBACK, **FAST).fit(data, black_box=Linear2())
     first = expl.net_.module_.feedback[0]
     assert first.in_features == 2  # the two class probabilities
     proba = Linear2()(torch.as_tensor(data[:50])).detach().numpy()
@@ -73,7 +74,7 @@ def test_the_selector_reads_the_output(data):
 
 
 def test_without_feedback_the_model_is_not_needed_to_explain(data):
-    expl = MEEDExplainer(k=2, feedback=None, **FAST).fit(data, black_box=Linear2())
+    expl = MEEDExplainer(k=2, **FAST).fit(data, black_box=Linear2())  # feedback=None
     expl.black_box_ = None
     assert expl.transform(data[:300])[:, :2].mean() > 0.95
 
@@ -82,7 +83,8 @@ def test_transform_without_model_or_outputs_says_what_to_pass(data, tmp_path):
     def model(X):  # a local function: cannot be pickled
         return Linear2()(torch.as_tensor(np.asarray(X, dtype=np.float32))).detach().numpy()
 
-    expl = MEEDExplainer(k=2, max_epochs=3, batch_size=100, device="cpu", random_state=0)
+    expl = MEEDExplainer(k=2, feedback=FEEDBACK, max_epochs=3, batch_size=100, device="cpu",
+                         random_state=0)
     expl.fit(data, black_box=model)
     with pytest.warns(UserWarning, match="cannot be pickled"):
         loaded = pickle.loads(pickle.dumps(expl))
@@ -93,7 +95,8 @@ def test_transform_without_model_or_outputs_says_what_to_pass(data, tmp_path):
 
 
 def test_save_and_load_with_the_model(data, tmp_path):
-    expl = MEEDExplainer(k=2, max_epochs=3, batch_size=100, device="cpu", random_state=0)
+    expl = MEEDExplainer(k=2, feedback=FEEDBACK, max_epochs=3, batch_size=100, device="cpu",
+                         random_state=0)
     expl.fit(data, black_box=Linear2())
     save(expl, tmp_path / "meed.safetensors")
     loaded = load(tmp_path / "meed.safetensors", black_box=Linear2())
@@ -102,7 +105,7 @@ def test_save_and_load_with_the_model(data, tmp_path):
 
 
 def test_the_optimizers_keep_the_objectives_apart(data, monkeypatch):
-    expl = MEEDExplainer(k=2, max_epochs=1, batch_size=100, device="cpu", random_state=0)
+    expl = MEEDExplainer(k=2, feedback=FEEDBACK, max_epochs=1, batch_size=100, device="cpu", random_state=0)
     expl.fit(data, black_box=Linear2())
     net = expl.net_
 
@@ -192,7 +195,8 @@ def test_images_give_the_selector_one_more_channel():
 
     # A fully convolutional selector learns where the pixel is only through the feedback
     # channel (and the padding): slower to learn than a dense selector.
-    expl = MEEDExplainer(k=1, selector=CNNSelector(channels=(8,)), baseline="zero", lr=1e-2,
+    expl = MEEDExplainer(k=1, selector=CNNSelector(channels=(8,)), feedback=FEEDBACK,
+                         baseline="zero", lr=1e-2,
                          max_epochs=100, batch_size=50, device="cpu", random_state=0)
     masks = expl.fit(X, black_box=model).transform(X)
     assert expl.net_.module_.body[1].in_channels == 2  # the pixels and the feedback

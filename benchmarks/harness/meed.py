@@ -4,8 +4,9 @@ The black box and the images are those of :mod:`.images` (a small CNN trained he
 pixel intensities 0-255; sklearn's 8 x 8 digits, 0-16, in the fast profile). Every method
 keeps ``k`` pixels (25 of 784 in the paper) of each held-out image:
 
-- ours: MEED and its three ablations (without output feedback, without adversarial
-  infidelity learning: ``w_u=0``, without the prior warm start), L2X and REAL-X, all
+- ours: the paper's MEED (with output feedback) and its three ablations (without output
+  feedback, the package's default; without adversarial infidelity learning: ``w_u=0``;
+  without the prior warm start), L2X and REAL-X, all
   with their default networks (MLPs) and left-out pixels at 0 (``baseline="zero"``);
 - per-row peers: captum's Saliency and IntegratedGradients (the k pixels of largest
   absolute attribution), and k random pixels.
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from sk_sointer import L2XExplainer, MEEDExplainer, RealXExplainer
+from sk_sointer import MLP, L2XExplainer, MEEDExplainer, RealXExplainer
 from sk_sointer.metrics import (
     approximator_accuracy,
     mask_similarity,
@@ -81,14 +82,17 @@ PROFILES = {
     "full": MEEDProfile(name="full"),
 }
 
-# MEED's ablations: the parameters each one changes.
-ABLATIONS = {"meed": {}, "meed_no_output": {"feedback": None}, "meed_no_ail": {"w_u": 0.0},
-             "meed_no_prior": {"prior": None}}
+# The paper's MEED (output feedback on) and its ablations: the parameters each one sets.
+# MEEDExplainer's defaults are those of "meed_no_output" (no output feedback).
+FEEDBACK = MLP(hidden_units=(100,))
+ABLATIONS = {"meed": {"feedback": FEEDBACK}, "meed_no_output": {"feedback": None},
+             "meed_no_ail": {"feedback": FEEDBACK, "w_u": 0.0},
+             "meed_no_prior": {"feedback": FEEDBACK, "prior": None}}
 OURS = (*ABLATIONS, "l2x", "realx")
 PEERS = ("saliency", "integrated_gradients")
 METHODS = (*OURS, *PEERS)
 RANDOM = "random"
-LABELS = {"meed": "MEED", "meed_no_output": "MEED w/o output", "meed_no_ail": "MEED w/o AIL",
+LABELS = {"meed": "MEED", "meed_no_output": "MEED w/o output (the default)", "meed_no_ail": "MEED w/o AIL",
           "meed_no_prior": "MEED w/o prior", "l2x": "L2X", "realx": "REAL-X (k pixels)",
           "saliency": "Saliency (captum)", "integrated_gradients": "IG (captum)",
           RANDOM: "Random k pixels"}
@@ -191,7 +195,7 @@ def sanity_check(data, profile, device, masks):
     """Cosine and Pearson similarity of MEED's masks with those of MEED fitted on the
     black box with random weights."""
     randomized = randomized_model(data.model, random_state=TRAIN_SEED)
-    explainer = build("meed", profile, device, TRAIN_SEED)
+    explainer = build("meed", profile, device, TRAIN_SEED)  # the paper's, with feedback
     other = explainer.fit(data.X_train, black_box=randomized).transform(data.X_explain)
     return {"sanity_cosine": mask_similarity(masks, other),
             "sanity_pearson": mask_similarity(masks, other, metric="pearson"),
