@@ -24,29 +24,31 @@ else:  # run as a script: the harness package lies next to this file
     from harness import images, report  # noqa: E402
 
 
-def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--profile", choices=sorted(images.PROFILES), default="fast")
-    parser.add_argument("--methods", nargs="+", choices=images.METHODS, metavar="NAME",
-                        help=f"among {', '.join(images.METHODS)} (default: all; the random "
+def parse_args(argv=None, harness=images, name="images", description=None):
+    parser = argparse.ArgumentParser(description=description or __doc__.split("\n\n")[0])
+    parser.add_argument("--profile", choices=sorted(harness.PROFILES), default="fast")
+    parser.add_argument("--methods", nargs="+", choices=harness.METHODS, metavar="NAME",
+                        help=f"among {', '.join(harness.METHODS)} (default: all; the random "
                         "reference always runs)")
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", type=Path, default=None,
-                        help="JSON file (default: benchmarks/results/images_<profile>.json)")
+                        help=f"JSON file (default: benchmarks/results/{name}_<profile>.json)")
     return parser.parse_args(argv)
 
 
-def main(argv=None):
+def main(argv=None, harness=images, name="images", description=None):
+    """Run ``harness`` (a module with ``PROFILES``, ``METHODS``, ``run_benchmark`` and
+    ``render_rst``: :mod:`harness.images`, or :mod:`harness.meed` for bench_meed.py)."""
     import torch
 
     from sk_sointer._utils import resolve_device
 
-    args = parse_args(argv)
+    args = parse_args(argv, harness, name, description)
     torch.set_num_threads(args.threads)
-    profile = images.PROFILES[args.profile]
+    profile = harness.PROFILES[args.profile]
     device = resolve_device(args.device)
-    out = args.out or report.RESULTS_DIR / f"images_{profile.name}.json"
+    out = args.out or report.RESULTS_DIR / f"{name}_{profile.name}.json"
     machine = report.machine_info(args.device, args.threads)
     start = time.perf_counter()
 
@@ -57,10 +59,10 @@ def main(argv=None):
     def log(line):
         print(f"[{time.perf_counter() - start:7.1f} s] {line}", file=sys.stderr, flush=True)
 
-    records = images.run_benchmark(profile, methods=args.methods, device=device,
-                                   on_record=save, log=log)
+    records = harness.run_benchmark(profile, methods=args.methods, device=device,
+                                    on_record=save, log=log)
     save(records)
-    table = images.render_rst(records, machine, profile)
+    table = harness.render_rst(records, machine, profile)
     out.with_suffix(".rst").write_text(table, encoding="utf-8")
     print(table)
 

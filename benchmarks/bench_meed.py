@@ -1,17 +1,14 @@
 """MEED, its ablations, L2X and REAL-X against per-row peers: k pixels of MNIST 3 vs 8 (MEED, Table 3).
 
 See :mod:`harness.meed`. Writes ``benchmarks/results/meed_<profile>.json`` (machine,
-profile, one record per method, saved after every record) and the RST table next to it.
+profile, one record per method and the sanity check's, saved after every record) and the
+RST table next to it. The command line is bench_images.py's.
 
     python benchmarks/bench_meed.py --profile fast    # sklearn's 8 x 8 digits, seconds
-    python benchmarks/bench_meed.py --profile full    # MNIST 3 vs 8, k = 25 pixels: the issue's numbers
+    python benchmarks/bench_meed.py --profile full    # MNIST 3 vs 8, k = 25 pixels
 """
 
-import argparse
 import os
-import sys
-import time
-from pathlib import Path
 
 # Small networks on a small shared CPU run far slower with several BLAS/OpenMP threads.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -19,50 +16,15 @@ os.environ.setdefault("MKL_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 if __package__:  # imported as ``benchmarks.bench_meed`` (the tests)
-    from .harness import meed, report  # noqa: E402
+    from . import bench_images  # noqa: E402
+    from .harness import meed  # noqa: E402
 else:  # run as a script: the harness package lies next to this file
-    from harness import meed, report  # noqa: E402
-
-
-def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--profile", choices=sorted(meed.PROFILES), default="fast")
-    parser.add_argument("--methods", nargs="+", choices=meed.METHODS, metavar="NAME",
-                        help=f"among {', '.join(meed.METHODS)} (default: all; the random "
-                        "reference always runs)")
-    parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--out", type=Path, default=None,
-                        help="JSON file (default: benchmarks/results/meed_<profile>.json)")
-    return parser.parse_args(argv)
+    import bench_images  # noqa: E402
+    from harness import meed  # noqa: E402
 
 
 def main(argv=None):
-    import torch
-
-    from sk_sointer._utils import resolve_device
-
-    args = parse_args(argv)
-    torch.set_num_threads(args.threads)
-    profile = meed.PROFILES[args.profile]
-    device = resolve_device(args.device)
-    out = args.out or report.RESULTS_DIR / f"meed_{profile.name}.json"
-    machine = report.machine_info(args.device, args.threads)
-    start = time.perf_counter()
-
-    def save(records):
-        machine["wall_s"] = round(time.perf_counter() - start, 1)
-        report.save_results(out, records, machine, profile)
-
-    def log(line):
-        print(f"[{time.perf_counter() - start:7.1f} s] {line}", file=sys.stderr, flush=True)
-
-    records = meed.run_benchmark(profile, methods=args.methods, device=device,
-                                   on_record=save, log=log)
-    save(records)
-    table = meed.render_rst(records, machine, profile)
-    out.with_suffix(".rst").write_text(table, encoding="utf-8")
-    print(table)
+    bench_images.main(argv, harness=meed, name="meed", description=__doc__.split("\n\n")[0])
 
 
 if __name__ == "__main__":

@@ -505,9 +505,7 @@ class MEEDExplainer(BaseExplainer):
         -------
         scores : ndarray of the shape of X, float32
         """
-        X = self._validate_transform_input(X, finite=False)
-        return self._shaped(self._explain_rows(X, self._scores_of, np.float32,
-                                               self._outputs_of(X, outputs)))
+        return self._explained(X, outputs, self._scores_of, np.float32)
 
     def transform(self, X, outputs=None):
         """k-hot masks of the features the black box relied on, one row per sample.
@@ -524,9 +522,14 @@ class MEEDExplainer(BaseExplainer):
         masks : ndarray of the shape of X
             0/1 values in the dtype of ``X``; ``k`` of them (``k`` groups) per row.
         """
+        return self._explained(X, outputs, self._masks_of, None)
+
+    def _explained(self, X, outputs, finish, dtype):
+        """``_explain_rows`` on validated ``X`` with the outputs the selector reads;
+        ``dtype=None``: the dtype of ``X``."""
         X = self._validate_transform_input(X, finite=False)
-        return self._shaped(self._explain_rows(X, self._masks_of, X.dtype,
-                                               self._outputs_of(X, outputs)))
+        rows = self._explain_rows(X, finish, dtype or X.dtype, self._outputs_of(X, outputs))
+        return self._shaped(rows)
 
     def _outputs_of(self, X, outputs):
         """The black box's outputs on the raw rows ``X``, standardised as in training."""
