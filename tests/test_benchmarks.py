@@ -55,7 +55,7 @@ def _finite(value):
 
 
 def test_records_hold_finite_metrics_in_range(s1_run):
-    assert [record["method"] for record in s1_run] == ["l2x", "realx", "meed"]
+    assert [record["method"] for record in s1_run] == ["l2x", "realx", "meed", "meed_feedback"]
     for record in s1_run:
         assert record["error"] is None, record["traceback"]
         assert set(record) == set(run.RECORD_FIELDS)

@@ -91,6 +91,11 @@ class Method:
         return runner(self, spec, data, profile, device)
 
 
+def _meed_feedback(**params):
+    # The paper's MEED: the selector also reads the black box's output (off by default).
+    return sk_sointer.MEEDExplainer(feedback=sk_sointer.MLP(hidden_units=(100,)), **params)
+
+
 def _sointer(**params):
     # Looked up when called, so that the registry imports with a sk_sointer that has no
     # SOInterExplainer (the entry's ``requires`` then skips the method).
@@ -113,6 +118,8 @@ METHODS = {
                params_key="realx", k_for=thresholded_on_control_flow),
         Method("meed", "MEED", "sk_sointer", estimator=sk_sointer.MEEDExplainer,
                params_key="meed"),
+        Method("meed_feedback", "MEED (output feedback)", "sk_sointer",
+               estimator=_meed_feedback, params_key="meed"),
         Method("sointer", "SOInter", "sk_sointer", estimator=_sointer, params_key="sointer",
                requires="SOInterExplainer", target_output=True),
         Method("sointer_baseline", "SOInter (fill=baseline)", "sk_sointer",

@@ -30,7 +30,6 @@ from numbers import Integral, Real
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
@@ -171,7 +170,8 @@ class MEEDNet(SelectorJudgeNet):
                                        outputs[index], self.output_spec)
                     self.step(self.approximators_optimizer_, loss, self.approximator_)
         self.approximator_.eval()
-        baseline = self.masker._tensor("baseline_scaled_", data)
+        baseline = torch.as_tensor(self.masker.baseline_scaled_, dtype=data.dtype,
+                                   device=data.device)
 
         def scores(rows):
             rows = rows.clone().requires_grad_(True)
