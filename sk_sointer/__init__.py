@@ -5,6 +5,7 @@ from ._persist import load, save
 from .black_box import BlackBox, as_black_box
 from .explainers import (
     EnergyNet,
+    HardKumaExplainer,
     L2XExplainer,
     MEEDExplainer,
     RealXExplainer,
@@ -21,6 +22,7 @@ __all__ = [
     "EnergyMLP",
     "EnergyNet",
     "EvalXEvaluator",
+    "HardKumaExplainer",
     "L2XExplainer",
     "MEEDExplainer",
     "MLP",
