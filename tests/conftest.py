@@ -19,6 +19,12 @@ def fast_explainers():
                 k=1, max_epochs=4, predictor_epochs=2, batch_size=32, random_state=0
             )
         )
+    if hasattr(sk_sointer, "HardKumaExplainer"):
+        instances.append(
+            sk_sointer.HardKumaExplainer(
+                k=1, max_epochs=4, predictor_epochs=2, batch_size=32, random_state=0
+            )
+        )
     return instances
 
 

@@ -9,7 +9,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 import sk_sointer
 
 PUBLIC_ESTIMATORS = [sk_sointer.L2XExplainer(), sk_sointer.RealXExplainer(),
-                     sk_sointer.EvalXEvaluator()]
+                     sk_sointer.HardKumaExplainer(), sk_sointer.EvalXEvaluator()]
 
 
 @parametrize_with_checks(PUBLIC_ESTIMATORS)

@@ -99,3 +99,145 @@ def test_gumbel_top_k_draws_follow_plackett_luce():
     expected = plackett_luce_log_prob(logits[: len(pairs)], pairs).exp()
     observed = torch.stack([((order == pair).all(dim=1)).float().mean() for pair in pairs])
     np.testing.assert_allclose(observed.numpy(), expected.numpy(), atol=0.01)
+
+
+# Hard Kumaraswamy gates
+# ----------------------
+
+from sk_sointer.distributions import (  # noqa: E402
+    HardKumaraswamy,
+    open_gate_probability,
+    open_logit,
+)
+
+# (a, b) -> P(h = 0), P(h = 1), E[L0] of one gate, mean of the unstretched Kumaraswamy: the
+# closed forms at the paper's stretch (-0.1, 1.1), computed independently in float64.
+ANCHORS = {
+    (1.0, 1.0): (1 / 12, 1 / 12, 11 / 12, 0.5),
+    (0.5, 0.5): (0.156599, 0.206332, 0.843401, 0.533333),
+    (2.0, 2.0): (0.013841, 0.025511, 0.986159, 0.533333),
+    (0.2, 0.2): (0.170958, 0.443983, 0.829042, 0.650391),
+    (3.0, 0.5): (0.000289, 0.479318, 0.999711, 0.841309),
+}
+
+
+def _anchor_gates(dtype=torch.float64):
+    a, b = (torch.tensor(values, dtype=dtype) for values in zip(*ANCHORS))
+    return HardKumaraswamy(a, b)
+
+
+def test_point_masses_expected_l0_and_kuma_mean_match_the_closed_forms():
+    gates = _anchor_gates()
+    expected = np.array(list(ANCHORS.values()))
+    np.testing.assert_allclose(gates.prob_zero, expected[:, 0], atol=1e-6)
+    np.testing.assert_allclose(gates.prob_one, expected[:, 1], atol=1e-6)
+    np.testing.assert_allclose(gates.prob_nonzero, expected[:, 2], atol=1e-6)
+    np.testing.assert_allclose(gates.kumaraswamy.mean, expected[:, 3], atol=1e-6)
+    np.testing.assert_allclose(gates.expected_l0(), expected[:, 2].sum(), atol=1e-5)
+    # the same in float32
+    np.testing.assert_allclose(_anchor_gates(torch.float32).prob_zero, expected[:, 0],
+                               atol=1e-5)
+
+
+def test_hard_kuma_samples_follow_the_cdf_and_the_point_masses():
+    torch.manual_seed(0)
+    gates = _anchor_gates()
+    samples = gates.rsample((40_000,))
+    assert samples.shape == (40_000, len(ANCHORS))
+    assert torch.all((samples >= 0) & (samples <= 1))
+    for j in range(len(ANCHORS)):
+        column = samples[:, j].numpy()
+        # The point masses against Monte Carlo (4 standard errors).
+        for value, mass in ((0.0, gates.prob_zero[j]), (1.0, gates.prob_one[j])):
+            freq = np.mean(column == value)
+            tolerance = 4 * np.sqrt(float(mass) * (1 - float(mass)) / len(column)) + 1e-4
+            assert abs(freq - float(mass)) < tolerance
+        # The whole distribution: a Kolmogorov-Smirnov distance against the cdf on a grid.
+        grid = torch.linspace(0, 1, 201, dtype=torch.float64)
+        cdf = gates.expand((201, len(ANCHORS))).cdf(grid[:, None].expand(201, len(ANCHORS)))
+        empirical = np.searchsorted(np.sort(column), grid.numpy(), side="right") / len(column)
+        assert np.max(np.abs(empirical - cdf[:, j].numpy())) < 0.01
+
+
+def test_hard_kuma_log_prob_is_the_mixed_density():
+    gates = _anchor_gates()
+    np.testing.assert_allclose(gates.log_prob(torch.zeros(5, dtype=torch.float64)).exp(),
+                               gates.prob_zero, rtol=1e-6)
+    np.testing.assert_allclose(gates.log_prob(torch.ones(5, dtype=torch.float64)).exp(),
+                               gates.prob_one, rtol=1e-6)
+    # The continuous part integrates to 1 - P0 - P1 over (0, 1).
+    grid = torch.linspace(1e-7, 1 - 1e-7, 400_001, dtype=torch.float64)
+    density = gates.expand((len(grid), 5)).log_prob(grid[:, None].expand(len(grid), 5)).exp()
+    mass = torch.trapezoid(density, grid, dim=0)
+    np.testing.assert_allclose(mass, 1 - gates.prob_zero - gates.prob_one, atol=2e-3)
+    # and its integral up to h is the cdf's rise from P0
+    half = grid <= 0.5
+    rise = torch.trapezoid(density[half], grid[half], dim=0)
+    cdf_half = gates.cdf(torch.full((5,), 0.5, dtype=torch.float64))
+    np.testing.assert_allclose(rise, cdf_half - gates.prob_zero, atol=2e-3)
+
+
+@pytest.mark.parametrize("value", [1e-6, 1e-3, 1.0, 1e3])
+def test_hard_kuma_stays_finite_with_finite_gradients_for_extreme_parameters(value):
+    a = torch.full((4,), value, requires_grad=True)
+    b = torch.tensor([1e-6, 1e-2, 1.0, 1e3], requires_grad=True)
+    gates = HardKumaraswamy(a, b)
+    sample = gates.rsample((50,))
+    total = (sample.sum() + gates.prob_nonzero.sum() + gates.prob_one.sum()
+             + gates.log_prob(sample).sum() + gates.log_prob(torch.zeros(4)).sum()
+             + gates.log_prob(torch.ones(4)).sum() + gates.mode.sum())
+    assert torch.isfinite(total)
+    total.backward()
+    assert torch.isfinite(a.grad).all() and torch.isfinite(b.grad).all()
+
+
+def test_from_logits_gates_open_monotonically_and_keep_their_gradient():
+    logits = torch.linspace(-12, 12, 49, dtype=torch.float64, requires_grad=True)
+    gates = HardKumaraswamy.from_logits(logits)
+    prob_nonzero, prob_one = gates.prob_nonzero, gates.prob_one
+    assert torch.all(prob_nonzero[1:] > prob_nonzero[:-1])
+    assert torch.all(prob_one[1:] >= prob_one[:-1])
+    assert float(prob_nonzero[0]) < 1e-4 and float(gates.prob_zero[-1]) < 1e-9
+    assert float(prob_one[-1]) > 0.999  # an open gate sits at exactly 1
+    prob_nonzero.sum().backward()
+    # The gradient decays exponentially (about exp(-2.24 l) on the open side), not faster
+    # as with exp'd shape parameters: still there at +-8.
+    assert torch.all(logits.grad[torch.abs(logits.detach()) <= 8] > 1e-8)
+
+
+def test_test_time_gate_is_nonzero_exactly_above_the_open_probability_threshold():
+    logits = torch.linspace(-30, 30, 200_001, dtype=torch.float64)
+    gates = HardKumaraswamy.from_logits(logits)
+    threshold = open_gate_probability()
+    assert 0.5 < threshold < 0.55
+    np.testing.assert_array_equal((gates.mode > 0).numpy(),
+                                  (gates.prob_nonzero > threshold).numpy())
+    # The mode's three regimes: closed, the Kumaraswamy mean in between, open.
+    mode = gates.mode
+    assert mode[0] == 0 and mode[-1] == 1
+    assert torch.any((mode > 0) & (mode < 1))
+
+
+@pytest.mark.parametrize("probability", [0.05, 0.3, 0.76, 0.99])
+def test_open_logit_inverts_the_open_probability(probability):
+    logit = open_logit(probability)
+    gates = HardKumaraswamy.from_logits(torch.tensor(logit, dtype=torch.float64))
+    assert float(gates.prob_nonzero) == pytest.approx(probability, abs=1e-9)
+    with pytest.raises(ValueError, match="in \\(0, 1\\)"):
+        open_logit(1.0)
+
+
+def test_expected_transitions_match_monte_carlo():
+    torch.manual_seed(0)
+    gates = HardKumaraswamy.from_logits(torch.tensor([[2.0, -1.0, 0.0, 3.0, -2.0]]))
+    pairs = torch.tensor([[0, 1], [1, 2], [2, 3], [3, 4]])
+    samples = gates.rsample((100_000,))[:, 0] > 0
+    changes = (samples[:, pairs[:, 0]] != samples[:, pairs[:, 1]]).float().sum(1).mean()
+    assert float(gates.expected_transitions(pairs)) == pytest.approx(float(changes), abs=0.02)
+
+
+def test_hard_kuma_checks_its_stretch_and_expands():
+    with pytest.raises(ValueError, match="lower < 0 < 1 < upper"):
+        HardKumaraswamy(1.0, 1.0, lower=0.1)
+    gates = HardKumaraswamy(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 0.5])).expand((3, 2))
+    assert gates.batch_shape == (3, 2) and gates.rsample().shape == (3, 2)

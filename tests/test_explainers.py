@@ -118,11 +118,19 @@ def test_set_output_pandas_keeps_feature_names(explainer, linear_data):
     np.testing.assert_array_equal(masks.to_numpy().sum(axis=1), expl.k)
 
 
+def _grid(explainer):
+    """k and the relaxation's temperature; HardKuma's gates have no temperature, its
+    quadratic rate penalty takes its place."""
+    if "tau" in explainer.get_params():
+        return {"k": [1, 2], "tau": [0.1, 0.5]}
+    return {"k": [1, 2], "lagrange_rho": [1.0, 10.0]}
+
+
 @parametrize_explainers
 @pytest.mark.parametrize("routing", [False, True])
 def test_grid_search_with_a_model(explainer, linear_data, routing):
     X, _, model = linear_data
-    grid = {"k": [1, 2], "tau": [0.1, 0.5]}
+    grid = _grid(explainer)
     with config_context(enable_metadata_routing=routing):
         search = GridSearchCV(clone(explainer), grid, cv=3).fit(X, black_box=as_black_box(model))
     assert set(search.cv_results_["param_k"]) == {1, 2}
@@ -134,7 +142,7 @@ def test_grid_search_with_a_model(explainer, linear_data, routing):
 @parametrize_explainers
 def test_grid_search_with_outputs(explainer, linear_data):
     X, _, model = linear_data
-    search = GridSearchCV(clone(explainer), {"k": [1, 2], "tau": [0.1, 0.5]}, cv=3)
+    search = GridSearchCV(clone(explainer), _grid(explainer), cv=3)
     search.fit(X, model.predict(X))
     assert search.best_params_["k"] == 2
     np.testing.assert_array_equal(search.transform(X).sum(axis=1), 2)

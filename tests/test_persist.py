@@ -19,7 +19,8 @@ from sklearn.linear_model import LinearRegression, LogisticRegression
 from skorch.callbacks import EarlyStopping
 from torch import nn
 
-from sk_sointer import MLP, EvalXEvaluator, L2XExplainer, RealXExplainer, load, save
+from sk_sointer import (MLP, EvalXEvaluator, HardKumaExplainer, L2XExplainer, RealXExplainer,
+                        load, save)
 
 GROUPS = np.array([0, 0, 1, 1, 2, 2, 3, 3])
 BASELINE = np.linspace(-0.5, 0.5, 8)
@@ -39,6 +40,14 @@ CASES = {
         "outputs"),
     "realx-k2-regressor-model": (
         RealXExplainer(k=2, baseline=BASELINE, **REALX_FAST), "regression", "model"),
+    "realx-hardkuma-classifier-model": (
+        RealXExplainer(k=None, relaxation="hardkuma", **REALX_FAST), "classification", "model"),
+    "hardkuma-groups-regression": (
+        HardKumaExplainer(selection_rate=0.3, groups=GROUPS, **REALX_FAST), "regression",
+        "outputs"),
+    "hardkuma-joint-transitions-classifier-model": (
+        HardKumaExplainer(k=2, predictor_masks="joint", transition_rate=0.2, **FAST),
+        "classification", "model"),
     "evalx-regression": (EvalXEvaluator(baseline=BASELINE, **FAST), "regression", "outputs"),
     "evalx-classifier-model": (EvalXEvaluator(baseline="zero", **FAST), "classification", "model"),
 }

@@ -259,7 +259,8 @@ class HardKumaExplainer(BaseExplainer):
     ----------
     selection_rate : float in (0, 1), default=None
         Target fraction of open gates, over the features (groups) and rows. ``None``:
-        ``k / n_features`` when ``k`` is given (``k / n_groups`` with groups), else 0.2.
+        ``k / n_features`` when ``k`` is given (``k / n_groups`` with groups) and smaller
+        than their number, else 0.2.
         The deterministic test-time gates of :meth:`transform` (``k=None``) keep this
         fraction in the mean, not in every row.
 
@@ -418,7 +419,8 @@ zero_output=True)
     >>> rng = np.random.RandomState(0)
     >>> X = rng.randn(1000, 5).astype(np.float32)
     >>> outputs = (X[:, 0] > 0).astype(int)
-    >>> expl = HardKumaExplainer(selection_rate=0.2, max_epochs=30, random_state=0)
+    >>> expl = HardKumaExplainer(selection_rate=0.2, max_epochs=40, batch_size=100,
+    ...                          random_state=0)
     >>> masks = expl.fit(X, outputs).transform(X)
     >>> masks.mean(axis=0).round(1)
     array([1., 0., 0., 0., 0.], dtype=float32)
@@ -511,15 +513,11 @@ zero_output=True)
         super()._check_params(problem)
         if self.selection_rate is not None:
             self.selection_rate_ = float(self.selection_rate)
-        elif self.k is not None:
-            self.selection_rate_ = min(self.k, problem.n_groups) / problem.n_groups
-            if self.selection_rate_ >= 1:
-                raise ValueError(
-                    f"k={self.k} keeps every one of the {problem.n_groups} feature groups, so "
-                    "there is no selection rate to train for: pass a smaller k or a "
-                    "selection_rate below 1."
-                )
+        elif self.k_ is not None and self.k_ < problem.n_groups:
+            self.selection_rate_ = self.k_ / problem.n_groups
         else:
+            # No k, or a k that keeps every group (the masks are then all ones, whatever
+            # the gates learn): the default rate.
             self.selection_rate_ = 0.2
         epochs = self._predictor_epochs()
         if self.predictor_masks == "random" and epochs >= self.max_epochs:

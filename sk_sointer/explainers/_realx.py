@@ -24,7 +24,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from .._docstrings import fill_doc
 from .._networks import MLP
 from ..base import BaseExplainer
-from ..distributions import RebarBernoulli
+from ..distributions import HardKumaraswamy, RebarBernoulli, open_gate_probability
 from ._net import SelectorJudgeNet, set_mode
 from ._random_mask import cosine_factor, log_likelihood, predictor_step, random_mask_loss
 
@@ -55,7 +55,9 @@ class RealXNet(SelectorJudgeNet):
     judges = ("predictor",)
     judge = "predictor"
 
-    def __init__(self, module, *, tau, alpha, schedule, predictor_epochs, **kwargs):
+    def __init__(self, module, *, tau, alpha, schedule, predictor_epochs, relaxation="rebar",
+                 **kwargs):
+        self.relaxation = relaxation
         self.tau = tau
         self.alpha = alpha
         self.schedule = schedule
@@ -85,9 +87,13 @@ class RealXNet(SelectorJudgeNet):
                 loss = random_mask_loss(self, self.predictor_, X, targets)
                 return {"loss": loss, "y_pred": None}
             logits = self.module_(X)
-            masks = (logits > 0).to(X.dtype)
+            if self.relaxation == "hardkuma":
+                gates = HardKumaraswamy.from_logits(logits)
+                masks, probs = (gates.mode > 0).to(X.dtype), gates.prob_nonzero
+            else:
+                masks, probs = (logits > 0).to(X.dtype), torch.sigmoid(logits)
             log_lik = log_likelihood(self, self.predictor_, X, masks, targets)
-            loss = (-log_lik + self.alpha * torch.sigmoid(logits).mean(dim=1)).mean()
+            loss = (-log_lik + self.alpha * probs.mean(dim=1)).mean()
         return {"loss": loss, "y_pred": logits}
 
     def _predictor_phase(self):
@@ -101,6 +107,8 @@ class RealXNet(SelectorJudgeNet):
 
     def _selector_step(self, X, targets):
         """One REBAR step of the selector against the fixed predictor (Algorithm 1)."""
+        if self.relaxation == "hardkuma":
+            return self._gate_step(X, targets)
         set_mode(self.module_, True)
         # Evaluation mode: batch statistics of the predictor must come from the random masks
         # it was trained on, not from the selector's masks (the reference code uses
@@ -131,6 +139,21 @@ class RealXNet(SelectorJudgeNet):
         objective = (-f_hard.detach() + self.alpha * sparsity.detach()).mean()
         return objective, logits.detach()
 
+    def _gate_step(self, X, targets):
+        """One step of the selector through Hard Kumaraswamy gates (``relaxation=
+        "hardkuma"``): the gates are reparameterised, so the gradient of
+        ``E[log q_pred(y | m(x, h))] - alpha * mean_j P(h_j != 0)`` is taken through one
+        sample, without a control variate."""
+        set_mode(self.module_, True)
+        set_mode(self.predictor_, False)  # as in the REBAR step
+        logits = self.module_(X)
+        gates = HardKumaraswamy.from_logits(logits)
+        log_lik = log_likelihood(self, self.predictor_, X, gates.rsample(), targets)
+        sparsity = gates.prob_nonzero.mean(dim=1)
+        objective = (-log_lik + self.alpha * sparsity).mean()
+        self.step(self.optimizer_, objective, self.module_)
+        return objective.detach(), logits.detach()
+
 
 @fill_doc
 class RealXExplainer(BaseExplainer):
@@ -158,6 +181,15 @@ class RealXExplainer(BaseExplainer):
         Larger values select fewer features. The default, the paper's value for S1 and S2,
         keeps the penalty on one of their 11 features (about 0.005 nats) well below what
         the control-flow feature is worth in an XOR regime (about 0.02 nats).
+
+    relaxation : {"rebar", "hardkuma"}, default="rebar"
+        How the selector's gradient is estimated. ``"rebar"``: Bernoulli selections with
+        REBAR's estimator (the paper). ``"hardkuma"``: the selections are Hard
+        Kumaraswamy gates (:class:`~sk_sointer.distributions.HardKumaraswamy`, one score
+        per feature), exactly 0 or 1 with positive probability, trained through their
+        reparameterised samples; a feature's selection probability is its gate's
+        probability of being non-zero, and ``k=None`` keeps the features whose test-time
+        gate is non-zero (see :class:`HardKumaExplainer`). ``tau`` is then unused.
 
     tau : float, default=0.5
         Temperature of the relaxed selections in REBAR's control variate. The estimator
@@ -318,6 +350,7 @@ class RealXExplainer(BaseExplainer):
         "alpha": [Interval(Real, 0, None, closed="left")],
         "tau": [Interval(Real, 0, None, closed="neither")],
         "schedule": [StrOptions({"sequential", "alternating"})],
+        "relaxation": [StrOptions({"rebar", "hardkuma"})],
         "predictor_epochs": [Interval(Integral, 0, None, closed="left")],
         "append_mask": ["boolean"],
         "selector": [callable],
@@ -329,6 +362,7 @@ class RealXExplainer(BaseExplainer):
         k=None,
         *,
         alpha=0.05,
+        relaxation="rebar",
         tau=0.5,
         schedule="sequential",
         predictor_epochs=100,
@@ -354,6 +388,7 @@ class RealXExplainer(BaseExplainer):
     ):
         self.k = k
         self.alpha = alpha
+        self.relaxation = relaxation
         self.tau = tau
         self.schedule = schedule
         self.predictor_epochs = predictor_epochs
@@ -398,10 +433,20 @@ class RealXExplainer(BaseExplainer):
             alpha=self.alpha,
             schedule=self.schedule,
             predictor_epochs=self.predictor_epochs,
+            relaxation=self.relaxation,
             append_mask=self.append_mask,
             **problem.net_params(),
             **net_params,
         )
 
+    @property
+    def _threshold(self):
+        # k=None keeps the selections more likely than not (Bernoulli), or the gates whose
+        # test-time value is non-zero (HardKuma).
+        return open_gate_probability() if self.relaxation == "hardkuma" else 0.5
+
     def _selector_scores(self, X):
-        return torch.sigmoid(self.net_.module_(X))
+        logits = self.net_.module_(X)
+        if self.relaxation == "hardkuma":
+            return HardKumaraswamy.from_logits(logits).prob_nonzero
+        return torch.sigmoid(logits)
