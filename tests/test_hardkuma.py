@@ -43,8 +43,7 @@ def test_the_rate_asked_for_is_the_rate_achieved(sign_rows, predictor_masks):
     assert masks.mean() == pytest.approx(0.1, abs=0.02)
     # and the gate it opens is the one feature the label depends on
     assert masks[:, 0].mean() > 0.95
-    scores = explainer.explain(X)
-    assert scores.mean() == pytest.approx(0.1, abs=0.02)  # the expected rate
+    assert np.all(explainer.explain(X)[:, 0] > open_gate_probability())
     history = explainer.net_.history
     assert history[-1, "batches", -1, "selection_rate"] == pytest.approx(0.1, abs=0.02)
 
@@ -155,7 +154,9 @@ def test_real_table_fidelity_beats_random_masks():
     X, y = load_diabetes(return_X_y=True)
     X = X.astype(np.float32)
     model = HistGradientBoostingRegressor(random_state=0).fit(X, y)
-    explainer = HardKumaExplainer(selection_rate=0.3, **{**FAST, "max_epochs": 60})
+    # 442 rows: smaller batches and more epochs give the rate constraint its ~900 steps.
+    explainer = HardKumaExplainer(selection_rate=0.3, **{**FAST, "max_epochs": 200,
+                                                         "batch_size": 50})
     explainer.fit(X, black_box=model)
     masks = explainer.transform(X)
     assert masks.mean() == pytest.approx(0.3, abs=0.03)
