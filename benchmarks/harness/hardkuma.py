@@ -54,10 +54,10 @@ class HardKumaProfile:
 
 
 PROFILES = {
-    "fast": HardKumaProfile("fast", n_train=1_000, n_explain=200, rates=(0.3,),
+    "fast": HardKumaProfile("fast", n_train=2_000, n_explain=200, rates=(0.3,),
                             rate_datasets=("additive_code",),
                             matched_datasets=("orange_skin",), seeds=1,
-                            params=(("max_epochs", 20),)),
+                            params=(("max_epochs", 40), ("batch_size", 100))),
     "full": HardKumaProfile("full", n_train=10_000, n_explain=1_000, n_black_box=50_000),
 }
 
