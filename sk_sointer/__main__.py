@@ -115,6 +115,9 @@ def _methods():
     realx = getattr(sk_sointer, "RealXExplainer", None)
     if realx is not None:
         methods["realx"] = realx
+    hardkuma = getattr(sk_sointer, "HardKumaExplainer", None)
+    if hardkuma is not None:
+        methods["hardkuma"] = hardkuma
     return methods
 
 
@@ -192,7 +195,7 @@ def _max_epochs_help(methods):
     text = "training epochs of the explainer (default: the method's own)"
     for name, cls in sorted(methods.items()):
         defaults = _defaults(cls)
-        if "predictor_epochs" in defaults:
+        if defaults.get("predictor_epochs") is not None:
             text += (
                 f". {name} trains its predictor alone for its first predictor_epochs epochs: "
                 "unless --param predictor_epochs=N is given, --max-epochs scales them in the "
@@ -206,9 +209,14 @@ def _k_defaults_help(methods):
     parts = []
     for name, cls in sorted(methods.items()):
         k = _defaults(cls).get("k")
-        parts.append(f"{name} {k}, or every feature of narrower data" if k is not None else
-                     f"{name} none: every feature with selection probability above 0.5, so "
-                     "the number varies per row")
+        if k is not None:
+            parts.append(f"{name} {k}, or every feature of narrower data")
+        elif "selection_rate" in _defaults(cls):
+            parts.append(f"{name} none: every feature whose test-time gate is open, a "
+                         "selection_rate share of them on average (--param selection_rate=R)")
+        else:
+            parts.append(f"{name} none: every feature with selection probability above "
+                         "0.5, so the number varies per row")
     return "; ".join(parts)
 
 
@@ -251,7 +259,7 @@ def _build_parser():
     demo.add_argument("-k", "--k", type=_positive_int, default=None,
                       help="features selected per row (default: the set's true number, or "
                       "for a method whose own default is none, such as realx, every feature "
-                      "with selection probability above 0.5)")
+                      "with selection probability above 0.5; hardkuma: its open gates)")
     demo.set_defaults(handler=_run_demo)
 
     explain = commands.add_parser(
@@ -362,7 +370,9 @@ def _scaled_predictor_epochs(method, cls, max_epochs, user):
     epochs for it when only --max-epochs is given: its default predictor_epochs would
     otherwise exceed a small max_epochs."""
     defaults = _defaults(cls)
-    if max_epochs is None or "predictor_epochs" not in defaults or "predictor_epochs" in user:
+    # A default of None (HardKuma) already follows max_epochs.
+    if (max_epochs is None or defaults.get("predictor_epochs") is None
+            or "predictor_epochs" in user):
         return {}
     if max_epochs < 2:
         raise _InputError(
@@ -419,8 +429,13 @@ def _per_row(counts, n_features):
     return f"{counts.mean():.1f} of {n_features} features per row on average"
 
 
-def _k_text(k):
-    return f"k={k}" if k is not None else "k=None: selection probability above 0.5"
+def _k_text(explainer, k):
+    if k is not None:
+        return f"k={k}"
+    rate = getattr(explainer, "selection_rate_", None)
+    if rate is not None:
+        return f"k=None: the open test-time gates, {100 * rate:.0f} % of the features trained for"
+    return "k=None: selection probability above 0.5"
 
 
 # -- demo ----------------------------------------------------------------------------------
@@ -480,7 +495,7 @@ def _run_demo(args):
     mu = _micro()
     print(f"  black box   MLPClassifier(200, 200), trained in {bb_seconds:.1f} s: "
           f"accuracy {model.score(X_test, y_test):.3f} on held-out labels")
-    print(f"  explainer   {type(explainer).__name__}({_k_text(k)}), fitted in "
+    print(f"  explainer   {type(explainer).__name__}({_k_text(explainer, k)}), fitted in "
           f"{fit_seconds:.1f} s ({explainer.net_.device}, torch threads: {args.threads})")
     print(f"Explanations of the {n_test:,} held-out rows ({_per_row(counts, n_features)}):")
     print(f"  fidelity      {fidelity:.3f}   black box keeps its answer on the selected features "

@@ -38,6 +38,7 @@ TINY = data.Profile(
         "l2x": {"max_epochs": 2, "batch_size": 64},
         "realx": {"max_epochs": 2, "predictor_epochs": 1, "batch_size": 64},
         "meed": {"max_epochs": 2, "batch_size": 64},
+        "hardkuma": {"max_epochs": 2, "batch_size": 64},
         "evalx": {"max_epochs": 2},
     },
 )
@@ -55,7 +56,8 @@ def _finite(value):
 
 
 def test_records_hold_finite_metrics_in_range(s1_run):
-    assert [record["method"] for record in s1_run] == ["l2x", "realx", "meed", "meed_feedback"]
+    assert [record["method"] for record in s1_run] == ["l2x", "realx", "meed", "hardkuma",
+                                                     "meed_feedback"]
     for record in s1_run:
         assert record["error"] is None, record["traceback"]
         assert set(record) == set(run.RECORD_FIELDS)

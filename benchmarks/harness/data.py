@@ -59,6 +59,7 @@ PROFILES = {
         explainer_params={
             "l2x": {"max_epochs": 30, "batch_size": 200},
             "meed": {"max_epochs": 30, "batch_size": 200},
+            "hardkuma": {"max_epochs": 30, "batch_size": 200},
             "realx": {"max_epochs": 30, "predictor_epochs": 15},
             "evalx": {"max_epochs": 30},
         },

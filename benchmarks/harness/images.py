@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from sk_sointer import EvalXEvaluator, L2XExplainer, RealXExplainer
+from sk_sointer import EvalXEvaluator, HardKumaExplainer, L2XExplainer, RealXExplainer
 from sk_sointer._masking import patch_groups
 from sk_sointer.datasets import load_digits_3_vs_8, load_mnist_3_vs_8
 from sk_sointer.metrics import posthoc_accuracy
@@ -75,17 +75,19 @@ PROFILES = {
         name="fast", source="digits", n_explain=40, patch_size=2, k=4, black_box_epochs=30,
         evalx_epochs=5, evalx_batch_size=64, seeds=2,
         explainer_params={"l2x": {"max_epochs": 5, "tau": 0.5},
-                          "realx": {"max_epochs": 6, "predictor_epochs": 3, "alpha": 3.0}},
+                          "realx": {"max_epochs": 6, "predictor_epochs": 3, "alpha": 3.0},
+                          "hardkuma": {"max_epochs": 6}},
         ig_steps=8, kernel_shap_samples=40, partition_evals=100,
     ),
     "full": ImageProfile(name="full"),
 }
 
-METHODS = ("l2x", "realx", "saliency", "integrated_gradients", "captum_kernel_shap",
+METHODS = ("l2x", "realx", "hardkuma", "saliency", "integrated_gradients", "captum_kernel_shap",
            "shap_partition")
+OURS = ("l2x", "realx", "hardkuma")
 RANDOM = "random"
 LABELS = {
-    "l2x": "L2X", "realx": "REAL-X", "saliency": "Saliency (captum)",
+    "l2x": "L2X", "realx": "REAL-X", "hardkuma": "HardKuma", "saliency": "Saliency (captum)",
     "integrated_gradients": "IG (captum)", "captum_kernel_shap": "KernelShap (captum)",
     "shap_partition": "Partition (shap)", RANDOM: "Random k patches",
 }
@@ -169,6 +171,8 @@ def run_ours(name, data, profile, device, seed=TRAIN_SEED):
               "batch_size": 64, **profile.params_for(name)}
     if name == "l2x":
         explainer = L2XExplainer(k=profile.k, patch_size=profile.patch_size, **params)
+    elif name == "hardkuma":  # trained at the rate k / n_patches, the top k patches kept
+        explainer = HardKumaExplainer(k=profile.k, patch_size=profile.patch_size, **params)
     else:  # REAL-X's own thresholded selection of pixels
         explainer = RealXExplainer(k=None, **params)
     start = time.perf_counter()
@@ -305,7 +309,7 @@ def run_benchmark(profile, *, methods=None, device="cpu", on_record=None, log=pr
                 importlib.import_module(PACKAGES[name])
             if name == RANDOM:
                 masks, timing = random_masks(data, profile), {}
-            elif name in ("l2x", "realx"):
+            elif name in OURS:
                 record.update(_over_seeds(name, data, profile, device, evaluator))
                 masks, timing = None, {}
             else:

@@ -118,6 +118,9 @@ METHODS = {
                params_key="realx", k_for=thresholded_on_control_flow),
         Method("meed", "MEED", "sk_sointer", estimator=sk_sointer.MEEDExplainer,
                params_key="meed"),
+        # Trained at the rate k / n_features (its selection_rate=None), the top k kept.
+        Method("hardkuma", "HardKuma", "sk_sointer", estimator=sk_sointer.HardKumaExplainer,
+               params_key="hardkuma"),
         Method("meed_feedback", "MEED (output feedback)", "sk_sointer",
                estimator=_meed_feedback, params_key="meed"),
         Method("sointer", "SOInter", "sk_sointer", estimator=_sointer, params_key="sointer",
