@@ -601,9 +601,14 @@ class HardKumaraswamy(Distribution):
         -------
         transitions : Tensor of the batch shape without its last axis
         """
+        return self.transition_probs(pairs).sum(-1)
+
+    def transition_probs(self, pairs):
+        """The probability that each pair of gates differs in being zero, ``(..., n_pairs)``
+        (see :meth:`expected_transitions`)."""
         zero = self.prob_zero
         first, second = zero[..., pairs[:, 0]], zero[..., pairs[:, 1]]
-        return (first + second - 2 * first * second).sum(-1)
+        return first + second - 2 * first * second
 
     # -- the distribution -------------------------------------------------------------------
 

@@ -126,6 +126,8 @@ class HardKumaNet(SelectorJudgeNet):
     def initialize_module(self):
         super().initialize_module()
         self.offset_ = open_logit(self.selection_rate)
+        self.pairs_ = None if self.pairs is None else torch.as_tensor(self.pairs,
+                                                                      device=self.device)
         targets, two_sided = [self.selection_rate], [True]
         if self.transition_rate is not None:
             targets.append(self.transition_rate)
@@ -170,10 +172,8 @@ class HardKumaNet(SelectorJudgeNet):
         else:
             values = [((open_ * valid).sum(1) / valid.sum(1).clamp_min(1)).mean()]
         if self.transition_rate is not None:
-            pairs = torch.as_tensor(self.pairs, device=X.device)
-            zero = gates.prob_zero
-            first, second = zero[:, pairs[:, 0]], zero[:, pairs[:, 1]]
-            changes = first + second - 2 * first * second  # HardKumaraswamy.expected_transitions
+            pairs = self.pairs_
+            changes = gates.transition_probs(pairs)
             if valid is None:
                 values.append(changes.mean())
             else:
