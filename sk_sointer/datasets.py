@@ -531,7 +531,7 @@ def make_control_flow(
 
     - g_A = x0 * x1,
     - g_B = x2^2 + x3^2 + x4^2 + x5^2 - 4,
-    - g_C = -10 sin(0.2 x6) + |x7| + x8 + exp(-x9) - 2.4.
+    - g_C = ``-10 sin(0.2 x6) + |x7| + x8 + exp(-x9) - 2.4``.
 
     Column 10, the control-flow feature, picks one of a pair: the first when
     ``x10 < 0``, the second otherwise; S1 pairs (A, B), S2 (A, C) and S3 (B, C). The
@@ -572,7 +572,7 @@ def make_control_flow(
     module. The labels are drawn as in INVASE's code, one binomial draw per row after
     ``X``, so an int ``random_state`` reproduces its data for that seed. g_C uses the
     coefficients of INVASE's code and the REAL-X paper (-10 sin(0.2 x)); INVASE's
-    docstring prints -10 sin(2 x) + 2 |x|.
+    docstring prints ``-10 sin(2 x) + 2 |x|``.
 
     Averaged over x, P(y = 1) is about 0.528 (S1), 0.510 (S2) and 0.539 (S3).
 
@@ -720,7 +720,7 @@ def make_structured_output(
     configurations with ``(y2, y4) = (1, 0)`` and ``(y1, y3) != (0, 0)`` tie as well;
     about 56%% of rows have several minimisers. The first minimiser in
     ``itertools.product((0, 1), repeat=m)`` order wins (0 before 1, y1 varying slowest).
-    With a = |x4| + min(sin x1, 0) and b = x3 + min(exp(x2) - 1, 0), E2's outputs are then
+    With ``a = |x4| + min(sin x1, 0)`` and ``b = x3 + min(exp(x2) - 1, 0)``, E2's outputs are then
 
     - (0, 0, 0, 0) when a >= 0 and b >= 0 (about 33%% of rows);
     - (1, 0, 1, 1) when a < 0 and a < b (12%%);
@@ -738,7 +738,7 @@ def make_structured_output(
     x2 < 0 < x1, whatever x3 and x4; moving one feature alone (the others fixed) can
     change y1 through all four features in only 25%% of rows, y2 in 20%%. In E2 the
     same holds for 6%% of rows for y1 and y4, 3.5%% for y2 and 2.5%% for y3, and no single
-    feature can change y1 or y4 in 40%% of rows (for instance when |x4| > 1, as
+    feature can change y1 or y4 in 40%% of rows (for instance when ``|x4| > 1``, as
     sin(x1) >= -1). The paper's ground truth is thus the set a row's output may depend
     on, not always the smallest set that decides it; exact-match scores against it are
     best read comparatively, between explainers on the same black box.
