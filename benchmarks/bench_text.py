@@ -46,8 +46,8 @@ class TextProfile:
 PROFILES = {
     "fast": TextProfile("fast", n_explain=200, n_train=2_000, black_box_epochs=2, max_epochs=2,
                         n_lime=10, lime_samples=500),
-    "full": TextProfile("full", n_explain=1_000, n_train=None, black_box_epochs=3, max_epochs=15,
-                        n_lime=200, lime_samples=5000),
+    "full": TextProfile("full", n_explain=1_000, n_train=None, black_box_epochs=3, max_epochs=30,
+                        n_lime=1_000, lime_samples=5000),
 }
 
 
