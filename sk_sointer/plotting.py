@@ -192,8 +192,8 @@ def plot_selection_frequency(masks, *, by=None, feature_names=None, explainer=No
     ax.set_xticklabels(names[columns], rotation=90 if max(map(len, names)) > 3 else 0)
     ax.set_ylabel("share of rows selecting it")
     ax.set_ylim(0, 1.05)
-    if by is not None:
-        ax.legend(title="rows of", fontsize="small")
+    if by is not None:  # beside the axes: shares near 1 would hide under it
+        ax.legend(title="rows of", fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return ax
 
 
@@ -451,9 +451,10 @@ def plot_comparison(masks_by_name, *, images=None, feature_names=None, explainer
                        max_rows=max_rows, ax=panel)
             panel.set_title(name)
         return axes.reshape(1, -1)
-    images = np.asarray(images)[:max_rows]
+    images = np.asarray(images)
     if len(images) != lengths.pop():
         raise ValueError("images and masks should cover the same rows.")
+    images = images[:max_rows]
     n_cols = len(names) + 1
     axes = _panels(ax, len(images) * n_cols, n_cols=n_cols, panel_size=(1.6, 1.6))
     axes = axes.reshape(len(images), n_cols)
@@ -506,4 +507,6 @@ def plot_targets(masks_by_target, *, feature_names=None, explainer=None, by=None
         plot_selection_frequency(masks_by_target[target], by=labels, feature_names=feature_names,
                                  explainer=explainer, ax=panel)
         panel.set_title(str(target))
+        if panel.get_subplotspec() is not None and not panel.get_subplotspec().is_first_col():
+            panel.set_ylabel("")  # the panels of a row share the axis
     return axes

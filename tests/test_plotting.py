@@ -191,6 +191,11 @@ def test_plot_comparison_puts_explainers_side_by_side(masks):
     assert axes.shape == (3, 3)  # the image, then one column per explainer
     assert [ax.get_title() for ax in axes[0]] == ["image", "a", "b"]
     assert len(axes[2, 0].images) == 1 and len(axes[2, 2].images) == 2
+    # More rows than max_rows: the first max_rows of the images and of the masks.
+    many = np.repeat(images, 10, axis=0)
+    axes = plotting.plot_comparison({"a": np.repeat(image_masks, 10, axis=0)}, images=many,
+                                    max_rows=2)
+    assert axes.shape == (2, 2)
     with pytest.raises(ValueError, match="same rows"):
         plotting.plot_comparison({"a": masks, "b": masks[:2]})
 
