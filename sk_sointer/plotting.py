@@ -373,7 +373,8 @@ def plot_fidelity_vs_k(search, *, param="k", ax=None):
     """Mean cross-validated score (fidelity by default) against ``k``, from a fitted search.
 
     One line per combination of the other searched parameters (e.g. ``tau``), with the
-    score's spread over the folds as error bars and the best setting starred.
+    score's spread over the folds as error bars and the chosen setting (``best_index_``)
+    starred.
 
     Parameters
     ----------
@@ -403,7 +404,7 @@ def plot_fidelity_vs_k(search, *, param="k", ax=None):
     if best is not None and best != -1:
         ax.plot([results[key][best]], [results["mean_test_score"][best]], marker="*",
                 markersize=14, color="gold", markeredgecolor="k", linestyle="none",
-                label="best")
+                label="chosen")
     scoring = getattr(search, "scoring", None)
     ax.set_xlabel(param)
     ax.set_ylabel(f"mean test score ({scoring})" if isinstance(scoring, str)

@@ -161,7 +161,7 @@ def test_plot_fidelity_vs_k_draws_one_line_per_tau_with_the_best_starred(xor_dat
     lines = [c for c in ax.containers]  # one ErrorbarContainer per tau
     assert len(lines) == 2
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert sorted(labels) == ["best", "tau=0.1", "tau=1.0"]
+    assert sorted(labels) == ["chosen", "tau=0.1", "tau=1.0"]
     xs, ys = lines[0].lines[0].get_data()
     np.testing.assert_array_equal(xs, [1, 2, 3])
     results = search.cv_results_
