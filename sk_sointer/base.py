@@ -15,6 +15,10 @@ spec, black box, target output) and hands it to the method's hooks:
 - ``_build_net(problem, **net_params)``: the method's skorch net;
 - ``_train(problem, X, net_input, targets)``: trains ``net_`` (one ``net_.fit`` by default;
   SOInter alternates its own epochs with re-querying the black box);
+- ``_refine(problem, X, net_input, outputs)``: after the method's own training, the
+  selector refined against the black box itself (:class:`~sk_sointer.explainers._net.
+  ModelJudgedNet`), when ``fit`` got the model, ``k`` is set and ``refine`` is not None;
+  ``_selection_link`` maps the selector's output to the log-weights it samples from;
 - ``_selector_input(X_scaled, X)``: what the selector sees (the standardised rows by
   default; MEED adds the black box's output);
 - ``_selector_scores(X)``: per-group scores from the fitted selector;
@@ -40,6 +44,7 @@ from skorch.dataset import ValidSplit
 from ._masking import Masker, flatten_rows, image_shape_of, patch_groups
 from ._networks import MLP
 from ._outputs import OutputSpec, check_outputs, output_agreement
+from ._search import ModelJudge
 from ._utils import in_chunks, inference_chunk, resolve_device, seeded
 from .black_box import BlackBox, as_black_box
 from .distributions import topk_mask
@@ -162,7 +167,7 @@ class _SkorchEstimatorMixin:
         self.masker_ = masker
         self.output_spec_ = problem.output_spec
         X_scaled = masker.standardize(X)
-        targets = problem.output_spec.standardize(targets)
+        outputs, targets = targets, problem.output_spec.standardize(targets)
 
         device = resolve_device(self.device)
         with seeded(self.random_state, device) as seed:
@@ -174,6 +179,7 @@ class _SkorchEstimatorMixin:
                 **self._net_params(device, seed, X.shape[0]),
             )
             self._train(problem, X, net_input, targets)
+            self._refine(problem, X, net_input, outputs)
         return self
 
     def _groups(self, image_shape):
@@ -236,6 +242,9 @@ class _SkorchEstimatorMixin:
     def _train(self, problem, X, net_input, targets):
         """Train ``net_`` on what the selector sees and the (standardised) outputs."""
         self.net_.fit(net_input, targets)
+
+    def _refine(self, problem, X, net_input, outputs):
+        """No refinement: the evaluator has no selector; :class:`BaseExplainer` has one."""
 
     def _selector_input(self, X_scaled, X, outputs=None):
         """What the net is fed, in training and at explanation time (float32 ndarray): the
@@ -344,6 +353,25 @@ class BaseExplainer(
     def _selector_scores(self, X):
         """Per-group scores (float tensor) for standardised rows ``X`` on the net's device."""
         return self.net_.module_(X)
+
+    # The selector's output as the groups' log-weights (None: the output itself, logits).
+    _selection_link = None
+
+    def _refine(self, problem, X, net_input, outputs):
+        """Refine the fitted selector against the black box (see :class:`ModelRefinement`):
+        only with the model at hand, a ``k`` (exact k-subsets are drawn) and ``refine``."""
+        refine = getattr(self, "refine", None)
+        self.n_model_queries_ = 0
+        if refine is None or problem.black_box is None or self.k_ is None:
+            return
+        judge = ModelJudge(problem.black_box.predict, problem.masker, problem.output_spec, X,
+                           outputs, log_weight=refine.log_weight)
+        net = self.net_.refine(net_input, judge, refine, k=self.k_,
+                               link=type(self)._selection_link)
+        self.refinement_history_ = net.history
+        keep_best = dict(net.callbacks_)["keep_best"]
+        self.refined_fidelity_ = (keep_best.start_fidelity_, keep_best.best_)
+        self.n_model_queries_ = judge.n_queries
 
     def _check_params(self, problem):
         k = getattr(self, "k", None)

@@ -17,6 +17,7 @@ from skorch.utils import to_tensor
 
 from .._docstrings import fill_doc
 from .._networks import MLP
+from .._search import ModelRefinement
 from ..base import BaseExplainer
 from ..distributions import SubsetConcrete, topk_mask
 from ._net import SelectorJudgeNet
@@ -75,6 +76,8 @@ class L2XExplainer(BaseExplainer):
 
     approximator : callable, default=MLP(hidden_units=(200, 200), batch_norm=True)
         Factory of the approximator network that predicts the black box from ``x ⊙ mask``.
+
+    %(refine)s
 
     %(baseline)s
 
@@ -180,6 +183,7 @@ class L2XExplainer(BaseExplainer):
         "tau": [Interval(Real, 0, None, closed="neither")],
         "selector": [callable],
         "approximator": [callable],
+        "refine": [ModelRefinement, None],
     }
 
     def __init__(
@@ -189,6 +193,7 @@ class L2XExplainer(BaseExplainer):
         tau=0.1,
         selector=MLP(hidden_units=(100, 100), zero_output=True),
         approximator=MLP(hidden_units=(200, 200), batch_norm=True),
+        refine=ModelRefinement(),
         baseline="mean",
         groups=None,
         image_shape=None,
@@ -210,6 +215,7 @@ class L2XExplainer(BaseExplainer):
         self.tau = tau
         self.selector = selector
         self.approximator = approximator
+        self.refine = refine
         self.baseline = baseline
         self.groups = groups
         self.image_shape = image_shape

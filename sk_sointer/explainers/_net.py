@@ -12,21 +12,31 @@ they all share, so that a method's module holds its maths and little else:
   appended, and group masks are expanded to features;
 - the 1-based epoch, stepping one optimizer on one module's parameters only, and
   optimizers for one module with their own ``<prefix>__`` options;
-- :meth:`predict_masked`, the judge's outputs on masked rows in the black box's scale.
+- :meth:`predict_masked`, the judge's outputs on masked rows in the black box's scale;
+- the model itself as a judge: :func:`score_function_loss` (the score-function gradient of
+  a cost of exact k-subsets drawn from the selector) and :class:`ModelJudgedNet`, which
+  refines any method's fitted selector against the black box's own answers on masked
+  training rows (:meth:`SelectorJudgeNet.refine`; ``sk_sointer._search`` holds the judge
+  and the configuration).
 """
 
 import math
 import warnings
 
+import copy
+
 import numpy as np
 import torch
 from skorch import NeuralNet
+from skorch.callbacks import Callback
 from skorch.dataset import Dataset, unpack_data
 from skorch.utils import to_tensor
 from torch.utils.data import Subset
 
 from .._networks import build_network
 from .._outputs import OutputLoss, output_values
+from .._utils import in_chunks
+from ..distributions import gumbel_topk, plackett_luce_log_prob, topk_mask
 
 
 class SelectorJudgeNet(NeuralNet):
@@ -183,6 +193,44 @@ class SelectorJudgeNet(NeuralNet):
             raw = self.judge_raw(X.to(device), feature_masks.to(device))
             return output_values(raw, self.output_spec)
 
+    def refine(self, net_input, model_judge, refinement, *, k, link=None):
+        """Refine the fitted selector (``module_``, in place) against the black box.
+
+        A :class:`ModelJudgedNet` trains it on the score-function gradient of the model's
+        reward (``model_judge``, a :class:`~sk_sointer._search.ModelJudge` over the training
+        rows, ``net_input`` being what the selector sees of them), configured by
+        ``refinement`` (a :class:`~sk_sointer._search.ModelRefinement`); the selector the
+        model judges best after an epoch, this one included, is kept. Returns the
+        refinement's net (its history records ``model_fidelity``; its ``keep_best``
+        callback the fidelity before and after).
+        """
+        n_rows = len(net_input)
+        # The rows judged after every epoch: drawn once (torch's generator, seeded by fit).
+        eval_index = np.sort(torch.randperm(n_rows)[: refinement.n_eval_rows].numpy())
+        net = ModelJudgedNet(
+            self.module_,
+            k=k,
+            model_judge=model_judge,
+            n_samples=refinement.n_samples,
+            link=link,
+            masker=self.masker,
+            output_spec=self.output_spec,
+            input_shape=self.input_shape,
+            n_tokens=self.n_tokens,
+            selector_in_features=self.selector_in_features,
+            max_epochs=refinement.epochs_for(n_rows),
+            batch_size=min(refinement.batch_size, n_rows),
+            lr=refinement.lr,
+            optimizer=self.optimizer,
+            device=self.device,
+            data_on_device=self.data_on_device,
+            train_split=None,
+            callbacks=[("keep_best", KeepBestByModel(net_input, eval_index,
+                                                      patience=refinement.n_iter_no_change))],
+            verbose=0,
+        )
+        return net.fit(net_input, np.arange(n_rows, dtype=np.int64)[:, None])
+
 
 def index_batches(net, dataset, training, *, on_device=True):
     """:class:`_IndexBatches` over a skorch net's dataset of arrays (rows moved to the net's
@@ -264,3 +312,135 @@ def _dataset_tensors(dataset):
             and isinstance(dataset.y, np.ndarray)):
         return torch.as_tensor(dataset.X), torch.as_tensor(dataset.y)
     return None
+
+
+# The model itself as a judge
+# ---------------------------
+
+
+def score_function_loss(logits, k, n_samples, cost):
+    """A loss whose gradient is the score-function (REINFORCE) estimate of the gradient of
+    the expected ``cost`` of exact k-subsets drawn from the selector.
+
+    Every row draws ``n_samples`` k-subsets without replacement, with probabilities from
+    ``softmax(logits)`` (Gumbel top-k); a draw's cost less the mean cost of the row's other
+    draws (a leave-one-out baseline, which keeps the estimate unbiased) weighs the draw's
+    Plackett-Luce log-probability. Nothing is asked of what computes the cost: it may be
+    the black box itself, queried on the masked rows.
+
+    Parameters
+    ----------
+    logits : tensor of shape (n_rows, n_groups)
+        The selector's log-weights of the groups (differentiable).
+    k, n_samples : int
+        Groups per subset; subsets drawn per row (at least 2 for the baseline).
+    cost : callable
+        ``cost(hard)``: the cost (lower is better) of every draw, from the draws' 0/1 group
+        masks ``(n_rows * n_samples, n_groups)``, the draws of a row consecutive; a tensor
+        or an array of shape ``(n_rows * n_samples,)``, not differentiated.
+
+    Returns
+    -------
+    loss : tensor
+    costs : tensor of shape (n_rows, n_samples)
+    hard : tensor of shape (n_rows * n_samples, n_groups)
+    """
+    n_rows = len(logits)
+    logits = logits.repeat_interleave(n_samples, dim=0)
+    order = gumbel_topk(logits, k)
+    hard = torch.zeros_like(logits).scatter(1, order, 1.0)
+    with torch.no_grad():
+        costs = torch.as_tensor(cost(hard), dtype=logits.dtype, device=logits.device)
+        costs = costs.view(n_rows, n_samples)
+        others = (costs.sum(dim=1, keepdim=True) - costs) / max(n_samples - 1, 1)
+    log_prob = plackett_luce_log_prob(logits, order).view(n_rows, n_samples)
+    return ((costs - others) * log_prob).mean(), costs, hard
+
+
+class ModelJudgedNet(SelectorJudgeNet):
+    """Refines a fitted selector (``module``, an initialised module trained in place) by the
+    score-function gradient of the black box's own reward on masked training rows.
+
+    It is fed what the selector sees and, as targets, the rows' indices into the
+    :class:`ModelJudge`'s rows. ``link`` maps the selector's output to the groups'
+    log-weights (default: the output itself, the logits of L2X, MEED and REAL-X).
+    """
+
+    def __init__(self, module, *, k, model_judge, n_samples=8, link=None, **kwargs):
+        self.k = k
+        self.model_judge = model_judge
+        self.n_samples = n_samples
+        self.link = link
+        super().__init__(module, **kwargs)
+
+    def initialize_module(self):
+        self.module_ = self.module
+        return self
+
+    def initialize_optimizer(self, *args, **kwargs):
+        self.optimizer_ = self.module_optimizer("optimizer", self.module_)
+        return self
+
+    def group_logits(self, X):
+        output = self.module_(X)
+        return output if self.link is None else self.link(output)
+
+    def train_step(self, batch, **fit_params):
+        X, index = self.batch_tensors(batch)
+        self.module_.train()
+        index = index.long().view(-1).cpu().numpy()
+        rows = np.repeat(index, self.n_samples)
+        loss, costs, _ = score_function_loss(
+            self.group_logits(X), self.k, self.n_samples,
+            lambda hard: self.model_judge.costs(rows, hard.cpu().numpy()),
+        )
+        self.step(self.optimizer_, loss, self.module_)
+        return {"loss": costs.mean(), "y_pred": None}
+
+    def topk_group_masks(self, X):
+        """The selector's top-k group masks of what it is fed (an ndarray), in evaluation
+        mode."""
+        self.module_.eval()
+        device = next(self.module_.parameters()).device
+
+        def masks(rows):
+            with torch.no_grad():
+                return topk_mask(self.group_logits(to_tensor(rows, device=device)), self.k).cpu().numpy()
+
+        return in_chunks(masks, X)
+
+
+class KeepBestByModel(Callback):
+    """Keeps the selector whose top-k masks of the evaluation rows the model judges most
+    faithful, from the start of training (the method's own selector) on; stops after
+    ``patience`` epochs without a better one. Records ``model_fidelity`` per epoch."""
+
+    def __init__(self, net_input, index, *, patience):
+        self.net_input = net_input
+        self.index = index
+        self.patience = patience
+
+    def _fidelity(self, net):
+        masks = net.topk_group_masks(self.net_input[self.index])
+        return net.model_judge.fidelity(self.index, masks)
+
+    def on_train_begin(self, net, **kwargs):
+        self.best_ = self._fidelity(net)
+        self.start_fidelity_ = self.best_
+        self.best_state_ = copy.deepcopy(net.module_.state_dict())
+        self.stale_ = 0
+
+    def on_epoch_end(self, net, **kwargs):
+        fidelity = self._fidelity(net)
+        net.history.record("model_fidelity", fidelity)
+        if fidelity > self.best_:
+            self.best_, self.stale_ = fidelity, 0
+            self.best_state_ = copy.deepcopy(net.module_.state_dict())
+        else:
+            self.stale_ += 1
+            if self.stale_ >= self.patience:
+                raise KeyboardInterrupt  # skorch's way to end training early
+
+    def on_train_end(self, net, **kwargs):
+        net.module_.load_state_dict(self.best_state_)
+        net.module_.eval()
