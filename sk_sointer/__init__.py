@@ -2,6 +2,7 @@
 
 from ._networks import CNN, MLP, CNNSelector, EnergyMLP, TokenCNN, TokenCNNSelector
 from ._persist import load, save
+from ._search import ModelRefinement
 from .black_box import BlackBox, as_black_box
 from .explainers import (
     EnergyNet,
@@ -26,6 +27,7 @@ __all__ = [
     "L2XExplainer",
     "MEEDExplainer",
     "MLP",
+    "ModelRefinement",
     "RealXExplainer",
     "SOInterExplainer",
     "TokenCNN",

@@ -17,8 +17,9 @@ spec, black box, target output) and hands it to the method's hooks:
   SOInter alternates its own epochs with re-querying the black box);
 - ``_refine(problem, X, net_input, outputs)``: after the method's own training, the
   selector refined against the black box itself (:class:`~sk_sointer.explainers._net.
-  ModelJudgedNet`), when ``fit`` got the model, ``k`` is set and ``refine`` is not None;
-  ``_selection_link`` maps the selector's output to the log-weights it samples from;
+  ModelJudgedNet`), when ``fit`` got the model, ``k`` is set and ``refine`` is not None
+  (the selector's output serves as the groups' log-weights: every method's scores are
+  increasing in it);
 - ``_selector_input(X_scaled, X)``: what the selector sees (the standardised rows by
   default; MEED adds the black box's output);
 - ``_selector_scores(X)``: per-group scores from the fitted selector;
@@ -354,23 +355,21 @@ class BaseExplainer(
         """Per-group scores (float tensor) for standardised rows ``X`` on the net's device."""
         return self.net_.module_(X)
 
-    # The selector's output as the groups' log-weights (None: the output itself, logits).
-    _selection_link = None
-
     def _refine(self, problem, X, net_input, outputs):
         """Refine the fitted selector against the black box (see :class:`ModelRefinement`):
         only with the model at hand, a ``k`` (exact k-subsets are drawn) and ``refine``."""
         refine = getattr(self, "refine", None)
         self.n_model_queries_ = 0
+        self.refinement_fidelity_ = None
         if refine is None or problem.black_box is None or self.k_ is None:
             return
         judge = ModelJudge(problem.black_box.predict, problem.masker, problem.output_spec, X,
                            outputs, log_weight=refine.log_weight)
-        net = self.net_.refine(net_input, judge, refine, k=self.k_,
-                               link=type(self)._selection_link)
-        self.refinement_history_ = net.history
+        net = self.net_.refine(net_input, judge, refine, k=self.k_)
         keep_best = dict(net.callbacks_)["keep_best"]
-        self.refined_fidelity_ = (keep_best.start_fidelity_, keep_best.best_)
+        self.refinement_fidelity_ = np.array(
+            [keep_best.start_fidelity_, *net.history[:, "model_fidelity"]], dtype=np.float64
+        )
         self.n_model_queries_ = judge.n_queries
 
     def _check_params(self, problem):

@@ -29,6 +29,7 @@ from torch import nn
 
 from .._docstrings import fill_doc
 from .._networks import MLP
+from .._search import ModelRefinement
 from ..base import BaseExplainer
 from ..distributions import HardKumaraswamy, open_gate_probability, open_logit
 from ._net import SelectorJudgeNet, set_mode
@@ -334,6 +335,8 @@ zero_output=True)
     predictor : callable, default=MLP(hidden_units=(200, 200), batch_norm=True)
         Factory of the predictor of the black box from the gated row.
 
+    %(refine)s
+
     %(baseline)s
 
     %(groups)s
@@ -443,6 +446,7 @@ zero_output=True)
 
     _parameter_constraints: dict = {
         **BaseExplainer._parameter_constraints,
+        "refine": [ModelRefinement, None],
         "groups": ["array-like", None],
         "image_shape": [tuple, list, None],
         "patch_size": [Integral, tuple, list, None],
@@ -476,6 +480,7 @@ zero_output=True)
         lagrange_rho=10.0,
         selector=MLP(hidden_units=(100, 100), activation="elu", zero_output=True),
         predictor=MLP(hidden_units=(200, 200), batch_norm=True),
+        refine=ModelRefinement(),
         baseline="mean",
         groups=None,
         image_shape=None,
@@ -505,6 +510,7 @@ zero_output=True)
         self.lagrange_rho = lagrange_rho
         self.selector = selector
         self.predictor = predictor
+        self.refine = refine
         self.baseline = baseline
         self.groups = groups
         self.image_shape = image_shape

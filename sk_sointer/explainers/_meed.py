@@ -37,6 +37,7 @@ from .._docstrings import fill_doc
 from .._networks import MLP, output_feedback_selector
 from .._outputs import output_loss, output_values
 from .._utils import in_chunks
+from .._search import ModelRefinement
 from ..base import BaseExplainer
 from ..distributions import SubsetConcrete, topk_mask
 from ._net import SelectorJudgeNet, set_mode
@@ -316,6 +317,8 @@ class MEEDExplainer(BaseExplainer):
         Factory of the adversarial approximator ``A_u``, which predicts the black box from
         the features left out.
 
+    %(refine)s
+
     %(baseline)s
 
     %(groups)s
@@ -424,6 +427,7 @@ class MEEDExplainer(BaseExplainer):
 
     _parameter_constraints: dict = {
         **BaseExplainer._parameter_constraints,
+        "refine": [ModelRefinement, None],
         "groups": ["array-like", None],
         "image_shape": [tuple, list, None],
         "patch_size": [Integral, tuple, list, None],
@@ -450,6 +454,7 @@ class MEEDExplainer(BaseExplainer):
         feedback=None,
         approximator=MLP(hidden_units=(200, 200), batch_norm=True),
         adversary=MLP(hidden_units=(200, 200), batch_norm=True),
+        refine=ModelRefinement(),
         baseline="mean",
         groups=None,
         image_shape=None,
@@ -475,6 +480,7 @@ class MEEDExplainer(BaseExplainer):
         self.feedback = feedback
         self.approximator = approximator
         self.adversary = adversary
+        self.refine = refine
         self.baseline = baseline
         self.groups = groups
         self.image_shape = image_shape

@@ -193,7 +193,7 @@ class SelectorJudgeNet(NeuralNet):
             raw = self.judge_raw(X.to(device), feature_masks.to(device))
             return output_values(raw, self.output_spec)
 
-    def refine(self, net_input, model_judge, refinement, *, k, link=None):
+    def refine(self, net_input, model_judge, refinement, *, k):
         """Refine the fitted selector (``module_``, in place) against the black box.
 
         A :class:`ModelJudgedNet` trains it on the score-function gradient of the model's
@@ -212,7 +212,6 @@ class SelectorJudgeNet(NeuralNet):
             k=k,
             model_judge=model_judge,
             n_samples=refinement.n_samples,
-            link=link,
             masker=self.masker,
             output_spec=self.output_spec,
             input_shape=self.input_shape,
@@ -362,15 +361,15 @@ class ModelJudgedNet(SelectorJudgeNet):
     score-function gradient of the black box's own reward on masked training rows.
 
     It is fed what the selector sees and, as targets, the rows' indices into the
-    :class:`ModelJudge`'s rows. ``link`` maps the selector's output to the groups'
-    log-weights (default: the output itself, the logits of L2X, MEED and REAL-X).
+    :class:`ModelJudge`'s rows. The selector's outputs are the groups' log-weights: every
+    method's scores (L2X's logits, REAL-X's probabilities, HardKuma's open-gate
+    probabilities) increase with them, so their top-k is the explainer's mask.
     """
 
-    def __init__(self, module, *, k, model_judge, n_samples=8, link=None, **kwargs):
+    def __init__(self, module, *, k, model_judge, n_samples=8, **kwargs):
         self.k = k
         self.model_judge = model_judge
         self.n_samples = n_samples
-        self.link = link
         super().__init__(module, **kwargs)
 
     def initialize_module(self):
@@ -381,17 +380,13 @@ class ModelJudgedNet(SelectorJudgeNet):
         self.optimizer_ = self.module_optimizer("optimizer", self.module_)
         return self
 
-    def group_logits(self, X):
-        output = self.module_(X)
-        return output if self.link is None else self.link(output)
-
     def train_step(self, batch, **fit_params):
         X, index = self.batch_tensors(batch)
         self.module_.train()
         index = index.long().view(-1).cpu().numpy()
         rows = np.repeat(index, self.n_samples)
         loss, costs, _ = score_function_loss(
-            self.group_logits(X), self.k, self.n_samples,
+            self.module_(X), self.k, self.n_samples,
             lambda hard: self.model_judge.costs(rows, hard.cpu().numpy()),
         )
         self.step(self.optimizer_, loss, self.module_)
@@ -405,7 +400,7 @@ class ModelJudgedNet(SelectorJudgeNet):
 
         def masks(rows):
             with torch.no_grad():
-                return topk_mask(self.group_logits(to_tensor(rows, device=device)), self.k).cpu().numpy()
+                return topk_mask(self.module_(to_tensor(rows, device=device)), self.k).cpu().numpy()
 
         return in_chunks(masks, X)
 

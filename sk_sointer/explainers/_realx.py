@@ -23,6 +23,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._docstrings import fill_doc
 from .._networks import MLP
+from .._search import ModelRefinement
 from ..base import BaseExplainer
 from ..distributions import HardKumaraswamy, RebarBernoulli, open_gate_probability
 from ._net import SelectorJudgeNet, set_mode
@@ -226,6 +227,8 @@ class RealXExplainer(BaseExplainer):
     predictor : callable, default=MLP(hidden_units=(200, 200), batch_norm=True)
         Factory of the predictor network, trained on ``x ⊙ r`` for random masks ``r``.
 
+    %(refine)s
+
     %(baseline)s
 
     %(groups)s
@@ -342,6 +345,7 @@ class RealXExplainer(BaseExplainer):
 
     _parameter_constraints: dict = {
         **BaseExplainer._parameter_constraints,
+        "refine": [ModelRefinement, None],
         "groups": ["array-like", None],
         "image_shape": [tuple, list, None],
         "patch_size": [Integral, tuple, list, None],
@@ -369,6 +373,7 @@ class RealXExplainer(BaseExplainer):
         append_mask=True,
         selector=MLP(hidden_units=(100, 100), activation="elu"),
         predictor=MLP(hidden_units=(200, 200), batch_norm=True),
+        refine=ModelRefinement(),
         baseline="mean",
         groups=None,
         image_shape=None,
@@ -395,6 +400,7 @@ class RealXExplainer(BaseExplainer):
         self.append_mask = append_mask
         self.selector = selector
         self.predictor = predictor
+        self.refine = refine
         self.baseline = baseline
         self.groups = groups
         self.image_shape = image_shape

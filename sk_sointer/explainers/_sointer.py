@@ -30,6 +30,7 @@ from skorch.utils import to_tensor
 from .._docstrings import fill_doc
 from .._networks import MLP
 from .._utils import in_chunks, resolve_device
+from .._search import ModelRefinement
 from ..base import BaseExplainer
 from ..distributions import SubsetConcrete, gumbel_topk, plackett_luce_log_prob, topk_mask
 from ._energy import EnergyNet
@@ -332,6 +333,11 @@ class SOInterExplainer(BaseExplainer):
         expectation over the draws, with ``fill="draws"``) has not fallen for this many
         epochs; the interpreter of the best epoch is kept.
 
+    refine : ModelRefinement or None, default=None
+        Refine the interpreter further against the black box's answers on the target
+        output (see :class:`~sk_sointer.ModelRefinement`). Off by default: SOInter's own
+        training already re-queries the model on its masks.
+
     %(baseline)s
 
     %(groups)s
@@ -434,6 +440,7 @@ class SOInterExplainer(BaseExplainer):
 
     _parameter_constraints: dict = {
         **BaseExplainer._parameter_constraints,
+        "refine": [ModelRefinement, None],
         "target": [Integral],
         "k": [Interval(Integral, 1, None, closed="left")],
         "tau": [Interval(Real, 0, None, closed="neither")],
@@ -476,6 +483,7 @@ class SOInterExplainer(BaseExplainer):
         energy_refit=False,
         append_mask=False,
         n_iter_no_change=10,
+        refine=None,
         baseline="mean",
         groups=None,
         image_shape=None,
@@ -509,6 +517,7 @@ class SOInterExplainer(BaseExplainer):
         self.energy_refit = energy_refit
         self.append_mask = append_mask
         self.n_iter_no_change = n_iter_no_change
+        self.refine = refine
         self.baseline = baseline
         self.groups = groups
         self.image_shape = image_shape
