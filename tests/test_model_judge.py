@@ -1,0 +1,174 @@
+"""The model itself as a judge: the reward, the greedy search, the score-function loss and
+the refinement every explainer runs after its own training."""
+
+import numpy as np
+import pytest
+import torch
+from sklearn.base import clone
+
+import sk_sointer
+from sk_sointer import ModelRefinement
+from sk_sointer._masking import Masker
+from sk_sointer._outputs import spec_of
+from sk_sointer._search import greedy_subsets, keep_reward
+from sk_sointer.explainers._net import score_function_loss
+
+
+def _switch_model(X):
+    """Class of sign(x0) where x2 > 0, else of sign(x1): which feature answers depends on
+    the row, and x2 decides."""
+    X = np.asarray(X, dtype=np.float64)
+    logit = np.where(X[:, 2] > 0, 4 * X[:, 0], 4 * X[:, 1])
+    p = 1 / (1 + np.exp(-logit))
+    return np.column_stack([1 - p, p]).astype(np.float32)
+
+
+@pytest.fixture
+def switch_data():
+    X = np.random.RandomState(0).randn(400, 6).astype(np.float32)
+    return X, sk_sointer.as_black_box(_switch_model)
+
+
+# keep_reward -----------------------------------------------------------------------------
+
+
+def test_keep_reward_counts_the_kept_answer_and_its_log_probability():
+    spec = spec_of(("categorical",), (3,))
+    full = np.array([[0.7, 0.2, 0.1], [0.1, 0.8, 0.1]])
+    masked = np.array([[0.5, 0.4, 0.1], [0.6, 0.3, 0.1]])
+    reward = keep_reward(full, masked, spec, log_weight=0.1)
+    np.testing.assert_allclose(reward, [1 + 0.1 * np.log(0.5), 0 + 0.1 * np.log(0.3)])
+    # A probability of zero is floored, not -inf.
+    assert np.isfinite(keep_reward(full, np.array([[0, 1, 0], [1, 0, 0]]), spec)).all()
+
+
+def test_keep_reward_of_bernoulli_and_real_outputs_and_of_a_target():
+    spec = spec_of(("bernoulli", "real"), (1, 1)).fitted(np.array([[0.0, 0.0], [1.0, 4.0]]))
+    full = np.array([[0.9, 1.0], [0.2, 3.0]])
+    masked = np.array([[0.4, 1.0], [0.3, 1.0]])
+    # Real column: minus the squared change in units of its spread (2.0 here).
+    expected = np.array([0 + 0.1 * np.log(0.4), 1 + 0.1 * np.log(0.7)]) - [0.0, 1.0]
+    np.testing.assert_allclose(keep_reward(full, masked, spec), expected)
+    np.testing.assert_allclose(keep_reward(full, masked, spec.select(1)), [0.0, -1.0])
+
+
+# greedy_subsets --------------------------------------------------------------------------
+
+
+def test_greedy_subsets_pick_the_features_that_carry_each_rows_answer():
+    rng = np.random.RandomState(0)
+    X = rng.randn(200, 5).astype(np.float32)
+    weights = np.array([3.0, -2.0, 0.0, 0.5, 0.0])
+
+    def model(rows):  # additive: the largest |w_j x_j| of a row carry its answer
+        p = 1 / (1 + np.exp(-(np.asarray(rows, dtype=np.float64) @ weights)))
+        return np.column_stack([1 - p, p])
+
+    masker = Masker("zero").fit(X)
+    spec = spec_of(("categorical",), (2,))
+    masks = greedy_subsets(model, X, masker, spec, 1)
+    np.testing.assert_array_equal(masks.sum(axis=1), 1)
+    # With one feature, the best is the one whose term pushes hardest towards the answer.
+    answer = np.sign(X @ weights)
+    push = np.where(answer[:, None] > 0, X * weights, -X * weights)
+    np.testing.assert_array_equal(masks.argmax(axis=1), push.argmax(axis=1))
+    two = greedy_subsets(model, X, masker, spec, 2, max_rows_per_query=64)
+    assert np.all(two[np.arange(len(X)), push.argmax(axis=1)] == 1)  # greedy keeps its pick
+    np.testing.assert_array_equal(two.sum(axis=1), 2)
+    with pytest.raises(ValueError, match="k should be in"):
+        greedy_subsets(model, X, masker, spec, 6)
+
+
+def test_greedy_subsets_count_k_groups():
+    X = np.random.RandomState(1).randn(50, 6).astype(np.float32)
+    masker = Masker("mean", groups=[0, 0, 1, 1, 2, 2]).fit(X)
+    masks = greedy_subsets(_switch_model, X, masker, spec_of(("categorical",), (2,)), 2)
+    assert masks.shape == (50, 3)
+    np.testing.assert_array_equal(masks.sum(axis=1), 2)
+
+
+# score_function_loss ---------------------------------------------------------------------
+
+
+def test_score_function_loss_is_an_unbiased_gradient_of_the_expected_cost():
+    torch.manual_seed(0)
+    logits = torch.tensor([[0.5, -0.3, 0.0, 1.0]], requires_grad=True)
+    costs = torch.tensor([1.0, 3.0, -2.0, 0.5])
+    # k = 1: the expected cost is sum_i softmax(logits)_i c_i, with a gradient in closed form.
+    exact = torch.autograd.grad((torch.softmax(logits, 1) * costs).sum(), logits)[0]
+    loss, drawn, hard = score_function_loss(logits, 1, 40_000, lambda hard: hard @ costs)
+    estimate = torch.autograd.grad(loss, logits)[0]
+    np.testing.assert_allclose(estimate.numpy(), exact.numpy(), atol=0.03)
+    assert hard.shape == (40_000, 4) and drawn.shape == (1, 40_000)
+    np.testing.assert_array_equal(hard.sum(dim=1).numpy(), 1)
+
+
+# the refinement --------------------------------------------------------------------------
+
+
+REFINE = ModelRefinement(max_queries=200_000, max_epochs=40, batch_size=64)
+
+
+def _k_explainers():
+    return [
+        sk_sointer.L2XExplainer(k=2, max_epochs=3, batch_size=64, random_state=0),
+        sk_sointer.RealXExplainer(k=2, max_epochs=4, predictor_epochs=2, batch_size=64,
+                                  random_state=0),
+        sk_sointer.MEEDExplainer(k=2, max_epochs=3, batch_size=64, random_state=0),
+        sk_sointer.HardKumaExplainer(k=2, max_epochs=4, predictor_epochs=2, batch_size=64,
+                                     random_state=0),
+    ]
+
+
+@pytest.mark.parametrize("explainer", _k_explainers(), ids=lambda e: type(e).__name__)
+def test_refinement_learns_which_feature_the_model_reads_in_each_row(explainer, switch_data):
+    X, model = switch_data
+    plain = clone(explainer).set_params(refine=None, baseline="zero").fit(X, black_box=model)
+    refined = clone(explainer).set_params(refine=REFINE, baseline="zero").fit(X, black_box=model)
+    assert plain.n_model_queries_ == 0 and plain.refinement_fidelity_ is None
+    X_test = np.random.RandomState(5).randn(300, 6).astype(np.float32)
+    assert refined.score(X_test) >= 0.9
+    assert refined.score(X_test) > plain.score(X_test) + 0.1
+    masks = refined.transform(X_test)
+    upper = X_test[:, 2] > 0
+    # Where x2 > 0 the answer needs x0 and x2 (x2 at 0 would send the model to x1).
+    assert np.mean(masks[upper][:, [0, 2]].sum(axis=1) == 2) >= 0.85
+    assert np.mean(masks[~upper][:, 1] == 1) >= 0.85
+
+
+def test_refinement_keeps_the_selector_the_model_judges_best(switch_data):
+    X, model = switch_data
+    refine = clone(REFINE).set_params(n_eval_rows=len(X))
+    expl = sk_sointer.L2XExplainer(k=2, max_epochs=3, batch_size=64, baseline="zero",
+                                   refine=refine, random_state=0).fit(X, black_box=model)
+    history = expl.refinement_fidelity_
+    # Judged on every training row, the kept selector's fidelity there is the best seen.
+    assert expl.score(X) == pytest.approx(history.max())
+    assert history.max() > history[0]
+    # The budget holds: the epochs' draws and evaluations, plus the first evaluation.
+    assert expl.n_model_queries_ <= refine.max_queries + len(X)
+
+
+def test_without_refinement_the_model_and_its_outputs_train_the_same_explainer(switch_data):
+    X, model = switch_data
+    params = dict(k=2, max_epochs=3, batch_size=64, random_state=0)
+    from_model = sk_sointer.L2XExplainer(refine=None, **params).fit(X, black_box=model)
+    from_outputs = sk_sointer.L2XExplainer(**params).fit(X, model.predict(X))
+    assert from_outputs.n_model_queries_ == 0  # nothing to query: no refinement
+    np.testing.assert_array_equal(from_model.transform(X), from_outputs.transform(X))
+
+
+def test_refinement_with_feature_groups_and_after_a_round_trip(switch_data, tmp_path):
+    X, model = switch_data
+    X_grouped = np.repeat(X, 2, axis=1)  # every feature twice: groups of two columns
+    model2 = sk_sointer.as_black_box(lambda rows: _switch_model(np.asarray(rows)[:, ::2]))
+    expl = sk_sointer.L2XExplainer(
+        k=2, groups=np.repeat(np.arange(6), 2), max_epochs=3, batch_size=64, baseline="zero",
+        refine=REFINE, random_state=0,
+    ).fit(X_grouped, black_box=model2)
+    assert expl.score(X_grouped) >= 0.9
+    path = tmp_path / "expl.safetensors"
+    sk_sointer.save(expl, path)
+    loaded = sk_sointer.load(path, black_box=model2)
+    assert loaded.refine.get_params() == REFINE.get_params()
+    np.testing.assert_array_equal(loaded.transform(X_grouped), expl.transform(X_grouped))
