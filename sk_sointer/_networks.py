@@ -281,7 +281,9 @@ class _GroupMean(nn.Module):
         super().__init__()
         self.pixels = pixels
         self.channels = int(input_shape[0])
-        groups = torch.as_tensor(np.asarray(groups), dtype=torch.long)
+        # On the CPU whatever the default device (sk_sointer.load first builds networks on
+        # the meta device, which has no bincount): the counts are read back here.
+        groups = torch.as_tensor(np.asarray(groups), dtype=torch.long, device="cpu")
         counts = torch.bincount(groups, minlength=n_groups).float()
         if len(counts) != n_groups or bool((counts == 0).any()):
             raise ValueError(f"groups should number the {n_groups} groups 0 .. {n_groups - 1}.")

@@ -26,9 +26,17 @@ Loading never imports a name read from the file: the class comes from the packag
 public estimators, the factories from the package's own, and the networks are built by
 the estimator's ``_build_net`` before the stored weights are copied in. The black box is
 never stored.
+
+A file may come from anyone, so nothing is allocated from its numbers before they are
+checked: sizes in the JSON document must agree with the tensors' shapes in the safetensors
+header (known without reading the data), arrays in the JSON are bounded by the JSON's own
+length, and the networks are first built on torch's ``meta`` device (shapes without
+storage) and compared with the header, so that memory stays within a small multiple of the
+file's tensor bytes whatever the file says.
 """
 
 import json
+import math
 import os
 import re
 
@@ -41,6 +49,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._masking import Masker
 from ._networks import CNN, MLP, CNNSelector, TokenCNN, TokenCNNSelector
 from ._outputs import OutputSpec
+from ._search import ModelRefinement
 from ._utils import resolve_device, seeded
 from .base import _OPTIMIZERS, Problem, _SkorchEstimatorMixin
 from .black_box import as_black_box
@@ -57,6 +66,10 @@ _METADATA_KEY = "sk_sointer"
 _FACTORIES = {"MLP": MLP, "CNN": CNN, "CNNSelector": CNNSelector, "TokenCNN": TokenCNN,
               "TokenCNNSelector": TokenCNNSelector}
 
+# Every package class a file may name: the factories and configuration objects whose state
+# is their parameters (written as {"factory": name, "params": {...}}).
+_FROM_PARAMS = {**_FACTORIES, "ModelRefinement": ModelRefinement}
+
 _OPTIMIZER_NAMES = {cls: name for name, cls in _OPTIMIZERS.items()}
 
 # Fitted attributes with their own place in the file (or, for the black box, none).
@@ -66,6 +79,32 @@ _MASKER_ARRAYS = ("mean_", "scale_", "baseline_", "baseline_scaled_")
 _MASKER_STATE = {*_MASKER_ARRAYS, "groups_", "n_groups_"}
 
 _ATTRIBUTE_NAME = re.compile(r"[a-z][a-z0-9_]*_\Z")
+
+# Public estimators the format cannot hold yet, and why (one line in the error).
+_UNSUPPORTED = {
+    "SOInterExplainer": "its pre-trained energy network is fitted state that the format does "
+                        "not store yet; pickle it (and load it only from a trusted source)",
+}
+
+# Fitted attributes that every estimator the loader builds reads, and those of one class.
+_COMMON_ATTRIBUTES = ("n_features_in_", "row_shape_", "image_shape_", "n_tokens_")
+_CLASS_ATTRIBUTES = {"HardKumaExplainer": ("k_", "selection_rate_")}
+_EXPLAINER_ATTRIBUTES = ("k_",)
+
+# The JSON document's nesting: what save writes is a few levels deep.
+_MAX_DEPTH = 32
+
+# A string or number array in the JSON decodes to at most this many bytes per byte of its
+# JSON text (plus a little): a dtype such as "<U10000000" on short strings is refused.
+_ARRAY_BYTES_PER_CHAR = 64
+_ARRAY_SLACK_BYTES = 1 << 16
+
+# Safetensors dtype names, as the header gives them.
+_HEADER_DTYPES = {
+    "F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
+    "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8,
+    "U8": torch.uint8, "BOOL": torch.bool,
+}
 
 
 def save(estimator, path):
@@ -90,12 +129,15 @@ def save(estimator, path):
     Raises
     ------
     ValueError
-        If the estimator's class is not one of the package's public estimators, or a
-        parameter or fitted attribute holds code rather than data: a custom network
-        factory, ``callbacks``, a callable ``train_split`` or ``optimizer`` other than the
-        torch optimizers named in the parameter's description.
+        If the estimator's class is not one of the package's public estimators, is
+        :class:`~sk_sointer.SOInterExplainer` (whose energy network the format does not
+        store yet), or a parameter or fitted attribute holds code rather than data: a
+        custom network factory, ``callbacks``, a callable ``train_split`` or ``optimizer``
+        other than the torch optimizers named in the parameter's description.
     sklearn.exceptions.NotFittedError
         If the estimator is not fitted.
+    OSError
+        If the folder of ``path`` does not exist or the file cannot be written.
 
     See Also
     --------
@@ -133,6 +175,10 @@ def save(estimator, path):
     """
     cls = _check_class(type(estimator))
     check_is_fitted(estimator)
+    path = _path_of(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"Cannot save to {path}: the folder {folder} does not exist.")
     net = estimator.net_
     doc = {
         "format_version": FORMAT_VERSION,
@@ -161,7 +207,10 @@ def save(estimator, path):
     for name in _module_names(net):
         for key, value in getattr(net, name + "_").state_dict().items():
             tensors[f"net_.{name}_.{key}"] = value.detach().to("cpu", copy=True).contiguous()
-    save_file(tensors, os.fspath(path), metadata={_METADATA_KEY: json.dumps(doc)})
+    try:
+        save_file(tensors, path, metadata={_METADATA_KEY: json.dumps(doc)})
+    except (safetensors.SafetensorError, OSError) as exc:
+        raise OSError(f"Cannot write {path}: {exc}") from None
 
 
 def load(path, *, device="cpu", black_box=None):
@@ -194,8 +243,12 @@ def load(path, *, device="cpu", black_box=None):
     ValueError
         If the file is not a safetensors file written by :func:`save`, comes from a newer
         version of the format, names a class that is not one of the package's public
-        estimators, holds parameters the class rejects, or its tensors are not exactly
-        those that the rebuilt estimator has.
+        estimators, holds parameters the class rejects or fitted attributes it does not
+        have, gives sizes that disagree with its tensors' shapes, or its tensors are not
+        exactly those that the rebuilt estimator has, or hold NaN or infinite values. All
+        of this is checked before anything is allocated from the file's numbers.
+    OSError
+        If ``path`` does not exist or is not a file.
 
     See Also
     --------
@@ -219,20 +272,35 @@ def load(path, *, device="cpu", black_box=None):
     >>> loaded.score(X) == expl.score(X)
     True
     """
-    path = os.fspath(path)
-    doc = _read_document(path)
+    path = _path_of(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"No such file: {path}.")
+    if not os.path.isfile(path):
+        raise IsADirectoryError(f"{path} is not a file (a folder?); give the path of a file "
+                                "written by sk_sointer.save.")
+    doc, header = _read_document(path)
     cls = _class_named(doc.get("class"))
     estimator = _with_params(cls, _decode_object(doc.get("params"), "parameters"))
-    for name, value in _attributes(doc).items():
+    for name, value in _attributes(doc, estimator, header).items():
         setattr(estimator, name, value)
     if "output_config" in doc:
         estimator._sklearn_output_config = _output_config(doc["output_config"])
-    tensors = load_file(path)
-    estimator.masker_ = _load_masker(estimator, doc.get("masker"), tensors)
-    estimator.output_spec_ = _load_spec(doc.get("output_spec"), tensors)
+    small = _small_tensors(path, header)
+    estimator.masker_ = _load_masker(estimator, doc.get("masker"), small)
+    estimator.output_spec_ = _load_spec(doc.get("output_spec"), small)
     estimator.black_box_ = _attach(black_box, estimator)
-    estimator.net_ = _load_net(estimator, doc.get("net"), tensors, resolve_device(device), path)
+    estimator.net_ = _load_net(estimator, doc.get("net"), header, resolve_device(device), path)
     return estimator
+
+
+def _path_of(path):
+    """``path`` as a str: bytes paths are decoded as the file system does."""
+    try:
+        return os.fsdecode(os.fspath(path))
+    except TypeError:
+        raise TypeError(
+            f"path should be a str, bytes or os.PathLike; got {type(path).__name__}."
+        ) from None
 
 
 # Classes and versions
@@ -254,6 +322,9 @@ def _public_estimators():
 
 def _check_class(cls):
     known = _public_estimators()
+    if cls.__name__ in _UNSUPPORTED and known.get(cls.__name__) is cls:
+        raise ValueError(f"sk_sointer.save does not support {cls.__name__}: "
+                         f"{_UNSUPPORTED[cls.__name__]}.")
     if known.get(cls.__name__) is not cls:
         raise ValueError(
             f"sk_sointer.save stores the package's own estimators ({', '.join(sorted(known))}); "
@@ -268,8 +339,10 @@ def _class_named(name):
     if not isinstance(name, str) or name not in known:
         raise ValueError(
             f"The file's estimator class {name!r} is not one that sk_sointer.load builds: "
-            f"{', '.join(sorted(known))}."
+            f"{', '.join(sorted(set(known) - set(_UNSUPPORTED)))}."
         )
+    if name in _UNSUPPORTED:
+        raise ValueError(f"sk_sointer.load does not support {name}: {_UNSUPPORTED[name]}.")
     return known[name]
 
 
@@ -280,9 +353,15 @@ def _package_version():
 
 
 def _read_document(path):
+    """The file's JSON document and its tensors' header: ``{name: (shape, dtype)}``, read
+    without reading the tensors' data."""
     try:
         with safetensors.safe_open(path, framework="pt") as file:
             metadata = file.metadata() or {}
+            header = {}
+            for name in file.keys():
+                part = file.get_slice(name)
+                header[name] = (tuple(part.get_shape()), part.get_dtype())
     except safetensors.SafetensorError as exc:
         raise ValueError(f"{path} is not a safetensors file ({exc}).") from None
     if _METADATA_KEY not in metadata:
@@ -292,8 +371,15 @@ def _read_document(path):
         )
     try:
         doc = json.loads(metadata[_METADATA_KEY])
+    except RecursionError:
+        doc = None
     except ValueError as exc:
         raise ValueError(f"The sk_sointer metadata of {path} is not valid JSON ({exc}).") from None
+    if doc is None or _depth(doc) > _MAX_DEPTH:
+        raise ValueError(
+            f"The sk_sointer metadata of {path} is nested more than {_MAX_DEPTH} levels deep; "
+            "sk_sointer.save writes a few."
+        )
     if not isinstance(doc, dict):
         raise ValueError(f"The sk_sointer metadata of {path} should be a JSON object.")
     version = doc.get("format_version")
@@ -306,7 +392,22 @@ def _read_document(path):
             f"{FORMAT_VERSION} that sk_sointer {_package_version()} reads; upgrade sk_sointer "
             "to load it."
         )
-    return doc
+    return doc, header
+
+
+def _depth(obj):
+    """Nesting depth of a JSON value, without recursion (the value may come from anyone)."""
+    deepest, stack = 0, [(obj, 1)]
+    while stack:
+        value, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if deepest > _MAX_DEPTH:
+            break
+        if isinstance(value, dict):
+            stack.extend((item, depth + 1) for item in value.values())
+        elif isinstance(value, list):
+            stack.extend((item, depth + 1) for item in value)
+    return deepest
 
 
 # Parameters and fitted attributes as JSON
@@ -331,8 +432,8 @@ def _encode(value, where):
         return {"dict": {key: _encode(item, where) for key, item in value.items()}}
     if isinstance(value, np.ndarray):
         return _encode_array(value, where)
-    if type(value) in _FACTORIES.values():
-        name = next(key for key, cls in _FACTORIES.items() if type(value) is cls)
+    if type(value) in _FROM_PARAMS.values():
+        name = next(key for key, cls in _FROM_PARAMS.items() if type(value) is cls)
         return {"factory": name, "params": {
             key: _encode(item, f"{where} ({name}'s {key!r})")
             for key, item in value.get_params(deep=False).items()
@@ -425,6 +526,19 @@ def _decode_array(obj, where):
         raise ValueError(
             f"The file's {where} hold an array whose items are not numbers or strings."
         )
+    if any(size < 0 for size in shape) or math.prod(shape) != len(items):
+        raise ValueError(
+            f"The file's {where} hold an array of shape {list(shape)} with {len(items)} items."
+        )
+    # A declared dtype could ask for far more memory than the items take (strings of ten
+    # million characters for one-letter labels): the array is bounded by its JSON text.
+    text = sum(len(item) if isinstance(item, str) else 8 for item in items) + 2 * len(items)
+    if dtype.itemsize * len(items) > _ARRAY_BYTES_PER_CHAR * text + _ARRAY_SLACK_BYTES:
+        raise ValueError(
+            f"The file's {where} hold an array of dtype {dtype.str} that would take "
+            f"{dtype.itemsize * len(items)} bytes for {len(items)} items written in "
+            f"{text} characters."
+        )
     try:
         return np.array(items, dtype=dtype).reshape(shape)
     except (TypeError, ValueError, OverflowError) as exc:
@@ -433,26 +547,30 @@ def _decode_array(obj, where):
 
 def _decode_factory(obj, where):
     name = obj["factory"]
-    if name not in _FACTORIES:
+    if name not in _FROM_PARAMS:
         raise ValueError(
             f"The file's {where} name the network factory {name!r}, which is not one of the "
             f"package's ({', '.join(_FACTORIES)})."
         )
     params = _decode_object(obj["params"], where)
     try:
-        return _FACTORIES[name](**params)
+        return _FROM_PARAMS[name](**params)
     except TypeError as exc:
         raise ValueError(f"The file's {where} give {name} invalid parameters ({exc}).") from None
 
 
 def _decode_random_state(state, where):
     generator = np.random.RandomState()
+    keys = state.get("keys")
+    if not isinstance(keys, list) or len(keys) != 624:
+        raise ValueError(f"The file's {where} hold an invalid RandomState (its key should "
+                         "have 624 words).")
     try:
         generator.set_state((
             "MT19937", np.asarray(state["keys"], dtype=np.uint32), int(state["pos"]),
             int(state["has_gauss"]), float(state["cached_gaussian"]),
         ))
-    except (KeyError, TypeError, ValueError, OverflowError) as exc:
+    except (KeyError, TypeError, ValueError, OverflowError, IndexError) as exc:
         raise ValueError(f"The file's {where} hold an invalid RandomState ({exc}).") from None
     return generator
 
@@ -475,18 +593,77 @@ def _with_params(cls, params):
     unknown = sorted(set(params) - set(accepted))
     if unknown:
         raise ValueError(f"The file gives {cls.__name__} unknown parameters {unknown}.")
+    # save writes no code, so the training options that would be code are absent.
+    if params.get("callbacks") not in (None, []):
+        raise ValueError(f"The file gives {cls.__name__} callbacks {params['callbacks']!r}; "
+                         "sk_sointer.save writes none (callbacks are code).")
+    if isinstance(params.get("train_split"), str):
+        raise ValueError(f"The file gives {cls.__name__} an invalid train_split "
+                         f"{params['train_split']!r}.")
     estimator = cls(**params)
     # The same checks as fit: a tampered value is refused here, not at explanation time.
     estimator._validate_params()
     return estimator
 
 
-def _attributes(doc):
+def _attributes(doc, estimator, header):
+    """The fitted attributes, each checked against the class and the tensors' shapes."""
     attributes = _decode_object(doc.get("attributes"), "fitted attributes")
     for name in attributes:
         if not _ATTRIBUTE_NAME.match(name) or name in _STRUCTURED:
             raise ValueError(f"The file holds an invalid fitted attribute name {name!r}.")
+    name = type(estimator).__name__
+    required = [*_COMMON_ATTRIBUTES, *_CLASS_ATTRIBUTES.get(name, ())]
+    if hasattr(estimator, "_masks_from_scores"):  # an explainer: its masks need k_
+        required += _EXPLAINER_ATTRIBUTES
+    missing = sorted(set(required) - set(attributes))
+    if missing:
+        raise ValueError(f"The file lacks the fitted attributes {missing} of a {name}.")
+
+    # n_features_in_ is also the length of the masker's arrays: the header bounds it.
+    n_features = attributes["n_features_in_"]
+    if "masker_.mean_" not in header:
+        raise ValueError("The file lacks the tensor 'masker_.mean_'.")
+    shape, _ = header["masker_.mean_"]
+    if not _is_int(n_features) or n_features < 1 or shape != (n_features,):
+        raise ValueError(f"The file's n_features_in_={n_features!r} does not match its "
+                         f"tensor 'masker_.mean_' of shape {shape}.")
+    names = attributes.get("feature_names_in_")
+    if names is not None and (not isinstance(names, np.ndarray) or names.shape != (n_features,)):
+        raise ValueError(f"The file's feature_names_in_ should hold {n_features} names.")
+    row_shape, image_shape = attributes["row_shape_"], attributes["image_shape_"]
+    if row_shape is not None and (not _is_shape(row_shape, (2, 3), n_features)):
+        raise ValueError(f"The file's row_shape_={row_shape!r} does not hold "
+                         f"n_features_in_={n_features} values.")
+    if image_shape is not None and not _is_shape(image_shape, (3,), n_features):
+        raise ValueError(f"The file's image_shape_={image_shape!r} does not hold "
+                         f"n_features_in_={n_features} values.")
+    n_tokens = attributes["n_tokens_"]
+    if bool(getattr(estimator, "tokens", False)) != (n_tokens is not None) or (
+        n_tokens is not None and (not _is_int(n_tokens) or n_tokens < 1)
+    ):
+        raise ValueError(f"The file's n_tokens_={n_tokens!r} does not match tokens="
+                         f"{getattr(estimator, 'tokens', False)!r}.")
+    k = attributes.get("k_")
+    if k is not None and (not _is_int(k) or not 1 <= k <= n_features):
+        raise ValueError(f"The file's k_={k!r} should be None or an int in [1, "
+                         f"n_features_in_={n_features}].")
+    rate = attributes.get("selection_rate_")
+    if "selection_rate_" in attributes and (
+        isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 < rate <= 1
+    ):
+        raise ValueError(f"The file's selection_rate_={rate!r} should be a number in (0, 1].")
     return attributes
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_shape(shape, lengths, n_values):
+    return (isinstance(shape, tuple) and len(shape) in lengths
+            and all(_is_int(size) and size > 0 for size in shape)
+            and math.prod(shape) == n_values)
 
 
 # Masker and output spec
@@ -510,20 +687,29 @@ def _masker_state(masker, tensors):
 
 
 def _load_masker(estimator, state, tensors):
-    if not isinstance(state, dict) or not isinstance(state.get("n_groups_"), int):
+    if not isinstance(state, dict) or not _is_int(state.get("n_groups_")):
         raise ValueError("The file's masker state should give n_groups_, an int.")
-    n_features = estimator.n_features_in_
+    n_features, n_groups = estimator.n_features_in_, state["n_groups_"]
+    if not 1 <= n_groups <= n_features:
+        raise ValueError(f"The file's masker has n_groups_={n_groups} for "
+                         f"n_features_in_={n_features} features.")
     masker = Masker(estimator.baseline, getattr(estimator, "groups", None),
                     tokens=bool(getattr(estimator, "tokens", False)))
-    fitted = {"n_groups_": state["n_groups_"], "groups_": None}
+    fitted = {"n_groups_": n_groups, "groups_": None}
     for name in _MASKER_ARRAYS:
         fitted[name] = _array(tensors, f"masker_.{name}", (n_features,), "f")
     if masker.groups is not None or getattr(estimator, "patch_size", None) is not None:
         groups = fitted["groups_"] = _array(tensors, "masker_.groups_", (n_features,), "i")
-        if groups.min(initial=0) < 0 or groups.max(initial=0) >= state["n_groups_"]:
+        # As fit numbers them: every group from 0 to n_groups_ - 1 has a feature.
+        if len(np.unique(groups)) != n_groups or groups.min() != 0 or groups.max() != n_groups - 1:
             raise ValueError("The file's feature groups do not match its number of groups.")
         if masker.groups is None:  # the patches of patch_size, as fit gave them to the masker
             masker.groups = groups
+    elif n_groups != n_features:
+        raise ValueError(f"The file's masker has n_groups_={n_groups} without feature groups; "
+                         f"expected n_features_in_={n_features}.")
+    if "masker_.groups_" in tensors and fitted["groups_"] is None:
+        raise ValueError("The file holds feature groups that its parameters do not ask for.")
     # What Masker.fit sets, with the cache of device copies it starts empty.
     vars(masker).update(fitted, _tensors={})
     return masker
@@ -545,18 +731,46 @@ def _load_spec(state, tensors):
         raise ValueError("The file's output spec should be a JSON object.")
     try:
         kinds = tuple(str(kind) for kind in state["kinds"])
-        blocks = tuple((int(start), int(stop)) for start, stop in state["blocks"])
+        blocks = tuple((_int(start), _int(stop)) for start, stop in state["blocks"])
         target = state["target"]
         classes = _decode(state["classes"], "output spec's classes")
         spec = OutputSpec(kinds, blocks, classes=classes, target=target)
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"The file's output spec is invalid ({exc}).") from None
+    # Blocks side by side from column 0, as fit makes them: the width is the tensors'.
+    stops = [0, *(stop for _, stop in blocks)]
+    if not blocks or any(start != stops[i] or stop <= start
+                         for i, (start, stop) in enumerate(blocks)):
+        raise ValueError(f"The file's output spec has invalid column blocks {list(blocks)}.")
+    if target is not None and (not _is_int(target) or not 0 <= target < len(blocks)):
+        raise ValueError(f"The file's output spec has an invalid target {target!r}.")
+    if classes is not None and (
+        not isinstance(classes, (list, tuple)) or len(classes) != len(blocks)
+        or any(labels is not None and (not isinstance(labels, np.ndarray)
+                                       or labels.shape != (stop - start,))
+               for labels, (start, stop) in zip(classes, blocks))
+    ):
+        raise ValueError("The file's output spec has classes that do not match its outputs.")
     n_columns = spec.n_columns
     return OutputSpec(
         spec.kinds, spec.blocks, classes=spec.classes, target=spec.target,
         center=_array(tensors, "output_spec_.center", (n_columns,), "f"),
         scale=_array(tensors, "output_spec_.scale", (n_columns,), "f"),
     )
+
+
+def _int(value):
+    if not _is_int(value):
+        raise TypeError(f"{value!r} is not an int")
+    return value
+
+
+def _small_tensors(path, header):
+    """The masker's and the output spec's tensors (one value per feature or output column),
+    read once their shapes are known to match the document."""
+    names = [name for name in header if name.startswith(("masker_.", "output_spec_."))]
+    with safetensors.safe_open(path, framework="pt") as file:
+        return {name: file.get_tensor(name) for name in names}
 
 
 def _array(tensors, name, shape, kind):
@@ -568,6 +782,8 @@ def _array(tensors, name, shape, kind):
             f"The file's tensor {name!r} has shape {array.shape} and dtype {array.dtype}; "
             f"expected shape {shape}."
         )
+    if kind == "f" and not np.isfinite(array).all():
+        raise ValueError(f"The file's tensor {name!r} holds NaN or infinite values.")
     return array
 
 
@@ -602,56 +818,87 @@ def _module_names(net):
     return [*net._modules, *net._criteria]
 
 
-def _load_net(estimator, state, tensors, device, path):
-    """The estimator's net, built by its ``_build_net`` and holding the stored weights."""
+def _load_net(estimator, state, header, device, path):
+    """The estimator's net, built by its ``_build_net`` and holding the stored weights.
+
+    The net is first built on torch's ``meta`` device, which gives every weight's shape
+    without its storage, and compared with the file's header: parameters that would build
+    a network the file's tensors do not fill are refused before any memory is taken."""
     if not isinstance(state, dict):
         raise ValueError("The file's net description should be a JSON object.")
     try:
-        selector_in_features = int(state["selector_in_features"])
-        input_shape = tuple(int(size) for size in state["input_shape"])
+        selector_in_features = _int(state["selector_in_features"])
+        input_shape = tuple(_int(size) for size in state["input_shape"])
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"The file's net description is invalid ({exc}).") from None
+    n_features = estimator.n_features_in_
+    if input_shape != (estimator.image_shape_ or (n_features,)):
+        raise ValueError(f"The file's net input shape {input_shape} does not match its rows "
+                         f"of {n_features} features.")
+    if not n_features <= selector_in_features <= n_features + estimator.output_spec_.n_columns:
+        raise ValueError(f"The file's selector_in_features={selector_in_features} does not "
+                         f"match its {n_features} features.")
     problem = Problem(
-        n_features=estimator.n_features_in_,
+        n_features=n_features,
         input_shape=input_shape,
         masker=estimator.masker_,
         output_spec=estimator.output_spec_,
         black_box=estimator.black_box_,
         n_tokens=getattr(estimator, "n_tokens_", None),
     )
+    meta = torch.device("meta")
+    try:
+        with torch.device(meta):
+            shapes = _built_states(estimator, problem, selector_in_features, meta)
+    except (RuntimeError, ValueError, TypeError, OverflowError, AttributeError) as exc:
+        raise ValueError(f"The parameters in {path} do not build a {type(estimator).__name__} "
+                         f"({type(exc).__name__}: {exc}).") from None
+    _check_tensors(estimator, shapes, header, path)
+    tensors = load_file(path)
+    for name, value in tensors.items():
+        if value.is_floating_point() and not bool(torch.isfinite(value).all()):
+            raise ValueError(f"The tensor {name!r} of {path} holds NaN or infinite values.")
     # The modules draw initial weights that the stored ones replace: the caller's torch
     # random state is left as it was. The seed and the sample count only configure training.
     with seeded(0, device) as seed:
-        net = estimator._build_net(
-            problem,
-            selector_in_features=selector_in_features,
-            **estimator._net_params(device, seed, 0),
-        )
-        net.initialize()
-    states = {name: getattr(net, name + "_").state_dict() for name in _module_names(net)}
-    _check_tensor_names(estimator, states, tensors, path)
-    for name, reference in states.items():
+        net = _built_net(estimator, problem, selector_in_features, device, seed)
+    for name in _module_names(net):
+        module = getattr(net, name + "_")
         prefix = f"net_.{name}_."
-        weights = {key: tensors[prefix + key] for key in reference}
-        for key, value in weights.items():
-            if value.shape != reference[key].shape or value.dtype != reference[key].dtype:
-                raise ValueError(
-                    f"The tensor {prefix + key!r} of {path} has shape {tuple(value.shape)} and "
-                    f"dtype {value.dtype}; the network its parameters build expects "
-                    f"{tuple(reference[key].shape)} and {reference[key].dtype}."
-                )
-        getattr(net, name + "_").load_state_dict(weights, strict=True)
+        weights = {key: tensors[prefix + key] for key in module.state_dict()}
+        module.load_state_dict(weights, strict=True)
     return net
 
 
-def _check_tensor_names(estimator, states, tensors, path):
-    """Every tensor the rebuilt estimator has is in the file, and no other."""
-    expected = {f"net_.{name}_.{key}" for name, state in states.items() for key in state}
+def _built_net(estimator, problem, selector_in_features, device, seed):
+    net = estimator._build_net(
+        problem,
+        selector_in_features=selector_in_features,
+        **estimator._net_params(device, seed, 0),
+    )
+    net.initialize()
+    return net
+
+
+def _built_states(estimator, problem, selector_in_features, device):
+    """``{tensor name: (shape, dtype)}`` of the net the estimator builds on ``device``."""
+    net = _built_net(estimator, problem, selector_in_features, device, 0)
+    return {
+        f"net_.{name}_.{key}": (tuple(value.shape), value.dtype)
+        for name in _module_names(net)
+        for key, value in getattr(net, name + "_").state_dict().items()
+    }
+
+
+def _check_tensors(estimator, shapes, header, path):
+    """The file holds every tensor the rebuilt estimator has, no other, each of the
+    shape and dtype the estimator's networks give it (read from the header)."""
+    expected = set(shapes)
     expected |= {f"masker_.{name}" for name in _MASKER_ARRAYS}
     expected |= {"output_spec_.center", "output_spec_.scale"}
     if estimator.masker_.groups_ is not None:
         expected.add("masker_.groups_")
-    missing, extra = sorted(expected - set(tensors)), sorted(set(tensors) - expected)
+    missing, extra = sorted(expected - set(header)), sorted(set(header) - expected)
     if missing or extra:
         problems = []
         if missing:
@@ -662,6 +909,15 @@ def _check_tensor_names(estimator, states, tensors, path):
             f"The tensors of {path} do not match the {type(estimator).__name__} its parameters "
             f"build: {'; '.join(problems)}."
         )
+    for name, (shape, dtype) in shapes.items():
+        stored_shape, stored_dtype = header[name]
+        stored_dtype = _HEADER_DTYPES.get(stored_dtype, stored_dtype)
+        if stored_shape != shape or stored_dtype != dtype:
+            raise ValueError(
+                f"The tensor {name!r} of {path} has shape {stored_shape} and dtype "
+                f"{stored_dtype}; the network its parameters build expects {shape} and "
+                f"{dtype}."
+            )
 
 
 def _some(names, limit=10):

@@ -710,7 +710,9 @@ def open_gate_probability():
 
 def _bisect(is_above, low=-40.0, high=40.0, steps=80):
     """The score where the monotone predicate ``is_above`` (of a float64 tensor) turns true."""
-    low, high = torch.tensor(low, dtype=torch.float64), torch.tensor(high, dtype=torch.float64)
+    # On the CPU whatever the default device: the bisection reads its scalars back.
+    low = torch.tensor(low, dtype=torch.float64, device="cpu")
+    high = torch.tensor(high, dtype=torch.float64, device="cpu")
     for _ in range(steps):
         middle = (low + high) / 2
         if bool(is_above(middle)):

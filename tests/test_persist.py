@@ -101,9 +101,10 @@ def _rewrite(path, new_path, *, doc=None, tensors=None):
 
 
 def _comparable(value):
-    """Parameters in a form ``==`` compares by value: factories by their parameters."""
-    if isinstance(value, MLP):
-        return ("MLP", _comparable(value.get_params()))
+    """Parameters in a form ``==`` compares by value: factories (and other configuration
+    objects) by their parameters."""
+    if hasattr(value, "get_params") and not isinstance(value, type):
+        return (type(value).__name__, _comparable(value.get_params()))
     if isinstance(value, np.ndarray):
         return ("ndarray", value.dtype.str, value.shape, value.tolist())
     if isinstance(value, dict):
@@ -306,8 +307,10 @@ def test_file_holds_tensors_and_a_json_document(saved):
                    "hidden_units": {"tuple": [100, 100]}, "zero_output": True},
     }
     assert document["params"]["groups"]["ndarray"] == GROUPS.tolist()
-    assert document["attributes"] == {"k_": 2, "n_features_in_": 8, "image_shape_": None,
-                                      "row_shape_": None, "n_tokens_": None}
+    # The attributes every explainer has (a method may add its own, such as training records).
+    shared = {"k_": 2, "n_features_in_": 8, "image_shape_": None, "row_shape_": None,
+              "n_tokens_": None}
+    assert {name: document["attributes"].get(name, "absent") for name in shared} == shared
     assert document["masker"] == {"n_groups_": 4}
     assert document["output_spec"] == {"kinds": ["real"], "blocks": [[0, 1]], "classes": None,
                                        "target": None}
@@ -430,3 +433,181 @@ def test_load_refuses_a_black_box_of_another_width(saved, tmp_path):
     other = LogisticRegression().fit(X, X[:, 0] > 0)
     with pytest.raises(ValueError, match="takes 3 features.*fitted on 8"):
         load(path, black_box=other)
+
+
+# Untrusted files: sizes checked before anything is allocated (issue 25)
+# ----------------------------------------------------------------------
+
+
+def _nested(depth):
+    value = 1
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def _hidden_units(units):
+    return lambda d: d["params"]["selector"]["params"].__setitem__(
+        "hidden_units", {"tuple": units})
+
+
+def _huge_classes(d):
+    # 50 one-letter labels declared as strings of ten million characters: 2 GB as an array.
+    d["output_spec"]["classes"] = {"tuple": [
+        {"ndarray": ["a"] * 50, "dtype": "<U10000000", "shape": [50]}]}
+
+
+# Each edit once made load allocate gigabytes (or fail in the allocator) before a check.
+HUGE = {
+    "hidden-units": (_hidden_units([40000, 40000]), "do not build|expects"),
+    "string-dtype": (_huge_classes, "dtype <U10000000 that would take 2000000000 bytes"),
+    "n-features": (lambda d: d["attributes"].__setitem__("n_features_in_", 10**12),
+                   r"n_features_in_=1000000000000 does not match .* shape \(8,\)"),
+    "n-groups": (lambda d: d["masker"].__setitem__("n_groups_", 10**9),
+                 "n_groups_=1000000000 for n_features_in_=8"),
+    "input-shape": (lambda d: d["net"].__setitem__("input_shape", [10**6, 10**6]),
+                    "input shape"),
+    "selector-width": (lambda d: d["net"].__setitem__("selector_in_features", 10**12),
+                       "selector_in_features=1000000000000"),
+}
+
+
+@pytest.mark.parametrize("case", HUGE)
+def test_load_refuses_sizes_that_disagree_with_the_tensors(case, saved, tmp_path):
+    edit, message = HUGE[case]
+    path = _rewrite(saved["l2x-classifier-model"][1], tmp_path / f"{case}.safetensors", doc=edit)
+    with pytest.raises(ValueError, match=message):
+        load(path)
+
+
+def test_load_stays_within_a_small_multiple_of_the_file_under_a_memory_limit(saved, tmp_path):
+    # In a process whose address space may grow by at most 1 GB, the files above must be
+    # refused with load's own ValueError, not a MemoryError or an allocator error; before
+    # the checks the first took 6.5 GB and the second 2.4 GB.
+    paths = [str(_rewrite(saved["l2x-classifier-model"][1], tmp_path / f"{case}.safetensors",
+                          doc=HUGE[case][0])) for case in HUGE]
+    script = (
+        "import json, resource, sys\n"
+        "import sk_sointer, torch\n"
+        "torch.set_num_threads(1)\n"
+        "size = int(open('/proc/self/statm').read().split()[0]) * resource.getpagesize()\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (size + 2**30, resource.RLIM_INFINITY))\n"
+        "found = []\n"
+        "for path in sys.argv[1:]:\n"
+        "    try:\n"
+        "        sk_sointer.load(path)\n"
+        "        found.append('loaded')\n"
+        "    except BaseException as exc:\n"
+        "        found.append(type(exc).__name__)\n"
+        "print(json.dumps(found))\n"
+    )
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-c", script, *paths], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == ["ValueError"] * len(HUGE)
+
+
+def _params(**values):
+    return lambda d: d["params"].update(values)
+
+
+def _attribute(name, value):
+    return lambda d: d["attributes"].__setitem__(name, value)
+
+
+@pytest.mark.parametrize("edit, message", [
+    # Once a raw AttributeError, IndexError, RecursionError or torch error each.
+    (_params(callbacks=["x"]), r"callbacks \['x'\]; sk_sointer.save writes none"),
+    (_params(random_state={"random_state": {"keys": [1, 2], "pos": 0, "has_gauss": 0,
+                                            "cached_gaussian": 0.0}}), "624 words"),
+    (_params(tau=_nested(40)), "nested more than 32 levels"),
+    (lambda d: d["masker"].__setitem__("n_groups_", -1), "n_groups_=-1"),
+    (lambda d: d["masker"].__setitem__("n_groups_", 3), "n_groups_=3 without feature groups"),
+    (lambda d: d["attributes"].pop("k_"), r"lacks the fitted attributes \['k_'\]"),
+    (_attribute("k_", 0), "k_=0 should be None or an int"),
+    (_attribute("k_", True), "k_=True should be None or an int"),
+    (_attribute("row_shape_", {"tuple": [3, 3]}), r"row_shape_=\(3, 3\) does not hold"),
+    (_attribute("n_tokens_", 5), "n_tokens_=5 does not match tokens=False"),
+    (lambda d: d["output_spec"].__setitem__("blocks", [[1, 3]]), "column blocks"),
+    (lambda d: d["output_spec"].__setitem__("target", 4), "invalid target 4"),
+    (lambda d: d["output_spec"].__setitem__("classes", {"tuple": [
+        {"ndarray": ["a", "b", "c"], "dtype": "<U1", "shape": [3]}]}),
+     "classes that do not match"),
+    (lambda d: d.__setitem__("class", "SOInterExplainer"),
+     "sk_sointer.load does not support SOInterExplainer: its pre-trained energy network"),
+])
+def test_load_refuses_damaged_documents_with_a_message(edit, message, saved, tmp_path):
+    path = _rewrite(saved["l2x-classifier-model"][1], tmp_path / "damaged.safetensors", doc=edit)
+    with pytest.raises(ValueError, match=message):
+        load(path)
+
+
+def test_load_refuses_json_nested_beyond_the_parser(saved, tmp_path):
+    # Deeper than Python's recursion limit: json.loads itself once raised RecursionError.
+    source = saved["l2x-classifier-model"][1]
+    with safe_open(os.fspath(source), framework="pt") as file:
+        text = file.metadata()["sk_sointer"]
+    text = text.replace('"tau": ', '"tau": ' + "[" * 100_000 + "1" + "]" * 100_000 + ", \"x\": ", 1)
+    save_file(load_file(os.fspath(source)), tmp_path / "deep.safetensors",
+              metadata={"sk_sointer": text})
+    with pytest.raises(ValueError, match="nested more than 32 levels"):
+        load(tmp_path / "deep.safetensors")
+
+
+def test_load_refuses_one_class_with_another_class_s_fitted_state(saved, tmp_path):
+    # HardKuma's parameters with the fitted attributes of a REAL-X explainer.
+    path = _rewrite(saved["hardkuma-groups-regression"][1], tmp_path / "mixed.safetensors",
+                    doc=lambda d: d["attributes"].pop("selection_rate_"))
+    with pytest.raises(ValueError, match=r"lacks the fitted attributes \['selection_rate_'\]"):
+        load(path)
+
+
+def test_load_refuses_non_finite_weights(saved, tmp_path):
+    def poison(tensors):
+        tensors["net_.module_.0.weight"][0, 0] = float("nan")
+
+    path = _rewrite(saved["l2x-classifier-model"][1], tmp_path / "nan.safetensors",
+                    tensors=poison)
+    with pytest.raises(ValueError, match="'net_.module_.0.weight' of .* NaN or infinite"):
+        load(path)
+    path = _rewrite(saved["l2x-classifier-model"][1], tmp_path / "inf.safetensors",
+                    tensors=lambda t: t["masker_.scale_"].__setitem__(0, float("inf")))
+    with pytest.raises(ValueError, match="'masker_.scale_' holds NaN or infinite"):
+        load(path)
+
+
+def test_load_and_save_paths_get_clear_errors(saved, data, tmp_path):
+    X = data[0]
+    original, path, _, _ = saved["l2x-classifier-model"]
+    with pytest.raises(IsADirectoryError, match="is not a file"):
+        load(tmp_path)
+    with pytest.raises(FileNotFoundError, match="No such file"):
+        load(tmp_path / "absent.safetensors")
+    # A bytes path is a path, as everywhere in Python's file APIs.
+    loaded = load(os.fsencode(os.fspath(path)))
+    np.testing.assert_array_equal(loaded.transform(X), original.transform(X))
+    with pytest.raises(TypeError, match="path should be a str, bytes or os.PathLike; got int"):
+        load(3)
+    with pytest.raises(FileNotFoundError, match="the folder .*missing does not exist"):
+        save(original, tmp_path / "missing" / "l2x.safetensors")
+
+
+def test_save_says_in_one_line_that_sointer_is_not_supported(tmp_path):
+    from sklearn.multioutput import MultiOutputClassifier
+
+    from sk_sointer import EnergyNet, SOInterExplainer
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(60, 4).astype(np.float32)
+    labels = np.c_[X[:, 0] > 0, X[:, 1] > 0].astype(int)
+    model = MultiOutputClassifier(LogisticRegression()).fit(X, labels)
+    expl = SOInterExplainer(target=0, k=1, max_epochs=1, energy=EnergyNet(max_epochs=1),
+                            energy_masks=1, random_state=0, device="cpu")
+    expl.fit(X, black_box=model)
+    with pytest.raises(ValueError) as info:
+        save(expl, tmp_path / "sointer.safetensors")
+    message = str(info.value)
+    assert message.startswith("sk_sointer.save does not support SOInterExplainer: its pre-trained")
+    assert "\n" not in message and "EnergyNet(" not in message
+    assert not (tmp_path / "sointer.safetensors").exists()
