@@ -575,7 +575,9 @@ class BaseExplainer(
 
     def _masks_from_scores(self, scores, out=None):
         """0/1 masks over groups from a chunk of per-group scores (a tensor on the
-        selector's device): the top-k, or with ``k=None`` the scores above ``_threshold``.
+        selector's device): the top-k, or with ``k=None`` the scores above ``_threshold``,
+        and the best group of a row where none is (an empty mask explains nothing: it
+        says the model answers the same on the baseline, which is seldom what it does).
 
         On an accelerator the masks are made there, so that only they travel back; on the
         CPU NumPy's partition is the faster top-k, and it writes into ``out`` (a float
@@ -586,13 +588,13 @@ class BaseExplainer(
         k = getattr(self, "k", None)
         if scores.device.type != "cpu":
             if k is None:
-                return scores > self._threshold
+                return (scores > self._threshold) | topk_mask(scores, 1).bool()
             return topk_mask(scores, min(k, self.masker_.n_groups_))
         scores = scores.float().numpy()
         if out is None:
             out = np.empty(scores.shape, dtype=np.float32)
         if k is None:
-            return np.greater(scores, self._threshold, out=out)
+            return _above_or_best(scores, self._threshold, out)
         # The scores are this chunk's own (fresh from the selector): top-k may overwrite them.
         return topk_mask(scores, min(k, self.masker_.n_groups_), out=out, overwrite_scores=True)
 
@@ -629,6 +631,16 @@ class _EpochProgress(Callback):
         state = self.__dict__.copy()
         state.pop("bar_", None)
         return state
+
+
+def _above_or_best(scores, threshold, out):
+    """``scores > threshold`` as 0/1 into ``out``, with each row's best score kept where
+    none is above."""
+    np.greater(scores, threshold, out=out)
+    empty = ~out.any(axis=1)
+    if empty.any():
+        out[empty, scores[empty].argmax(axis=1)] = 1.0
+    return out
 
 
 def _check_masks(masks, shape):
