@@ -356,6 +356,13 @@ def _build_explainer(method, cls, args, *, n_features, **options):
               if name in known and value is not None}
     params.update(_scaled_predictor_epochs(method, cls, args.max_epochs, user))
     params.update(user)
+    for name in ("callbacks", "train_split"):
+        # JSON gives data, and these hold code (skorch callbacks, a split function); a
+        # fraction for train_split is data and passes.
+        value = user.get(name)
+        if isinstance(value, (list, dict, str)) and value not in ([], "null"):
+            raise _InputError(f"--param {name} cannot be set on the command line: it takes "
+                              f"Python objects, not {value!r}.")
     explainer.set_params(**params)
     try:
         explainer._validate_params()
@@ -572,20 +579,28 @@ def _run_explain(args):
             try:
                 explainer.fit(X_fit, black_box=black_box)
             except (TypeError, ValueError) as exc:
-                raise _InputError(f"could not fit the explainer to {args.model}: {exc}") from None
+                raise _InputError(f"could not fit the explainer to {args.model}: "
+                                  f"{_one_line(str(exc))}") from None
             if args.save_explainer is not None:
                 _save_explainer(explainer, args.save_explainer)
-        masks = explainer.transform(X)
-        fidelity = explainer.score(X_fit)
-        fit_counts = masks.sum(axis=1) if rows is None else masks[rows].sum(axis=1)
-        chance = _random_mask_fidelity(black_box, X_fit, fit_counts,
-                                       explainer.masker_.baseline_, args.random_state)
+        try:
+            masks = explainer.transform(X)
+            scores = None if args.scores is None else explainer.explain(X)
+            fidelity = explainer.score(X_fit)
+            fit_counts = masks.sum(axis=1) if rows is None else masks[rows].sum(axis=1)
+            chance = _random_mask_fidelity(black_box, X_fit, fit_counts,
+                                           explainer.masker_.baseline_, args.random_state)
+        except (TypeError, ValueError) as exc:
+            # The model's answers on masked rows are checked as in fit (finite, one row per
+            # row, the same width): an answer that fails is bad input, as it is in fit.
+            raise _InputError(f"could not explain with {args.model}: {_one_line(str(exc))}"
+                              ) from None
 
     _write_rows(args.out, names, masks.astype(np.int8), "masks")
     wrote = f"Wrote {n_rows:,} masks ({_per_row(masks.sum(axis=1), n_features)}) to {args.out}"
     if args.scores is not None:
         # The shortest text that reads back as the same float32.
-        _write_rows(args.scores, names, explainer.explain(X).astype(str), "scores")
+        _write_rows(args.scores, names, scores.astype(str), "scores")
         wrote += f" and their scores to {args.scores}"
     where = f"the {n_rows:,} rows" if loading else f"the {len(X_fit):,} fit rows"
     print(f"{wrote}; fidelity on {where}: {fidelity:.3f} (higher is better; "
@@ -724,10 +739,17 @@ def _is_number(cell):
     return True
 
 
+def _is_default_header(row):
+    """Whether ``row`` is the header pandas writes for unnamed columns: 0, 1, ..., d - 1
+    (with two columns at least: a lone 0 is as likely a value)."""
+    return len(row) >= 2 and [cell.strip() for cell in row] == [str(i) for i in range(len(row))]
+
+
 def _read_csv(path, *, header=None):
     """Read a numeric CSV file; return ``(column names or None, float64 array)``.
 
-    ``header=None`` detects a header: the first row is one unless all its cells are numbers.
+    ``header=None`` detects a header: the first row is one unless all its cells are numbers,
+    or when it is pandas' header of unnamed columns, ``0,1,...,d-1``.
     """
     _check_file(path, "data")
     try:
@@ -748,6 +770,13 @@ def _read_csv(path, *, header=None):
         raise _InputError(f"{path!r} is empty.")
     if header is None:
         header = not all(_is_number(cell) for cell in rows[0])
+        if not header and _is_default_header(rows[0]):
+            # pandas' to_csv writes the column numbers 0, 1, 2, ... as the header of a
+            # frame without column names: numbers, yet not a row of data.
+            header = True
+            print(f"sk_sointer explain: note: the first row of {path!r} is 0, 1, ..., "
+                  f"{len(rows[0]) - 1} (the header pandas writes for unnamed columns), so it "
+                  "is read as a header; --no-header reads it as data.", file=sys.stderr)
     names = [cell.strip() for cell in rows[0]] if header else None
     width = len(rows[0])
     data, data_lines = (rows[1:], lines[1:]) if header else (rows, lines)

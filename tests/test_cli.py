@@ -41,6 +41,23 @@ class ZeroAllergicModel(LogisticRegression):
         return super().predict_proba(X)
 
 
+class NanOnMaskedRowsModel(LogisticRegression):
+    """A model that answers NaN only on rows holding an exact 0, such as masked ones."""
+
+    def predict_proba(self, X):
+        proba = super().predict_proba(X)
+        proba[np.any(np.asarray(X) == 0, axis=1)] = np.nan
+        return proba
+
+
+class ShortOnMaskedRowsModel(LogisticRegression):
+    """A model that answers one row too few when some row holds an exact 0."""
+
+    def predict_proba(self, X):
+        proba = super().predict_proba(X)
+        return proba[1:] if np.any(np.asarray(X) == 0) else proba
+
+
 class NanModel(LogisticRegression):
     """A model that answers, but with NaN: its output fails the explainer's validation."""
 
@@ -222,6 +239,32 @@ def test_explain_without_header(tmp_path, model_path, data):
     masks = np.array(read_csv(out), dtype=float)  # no header row: every row parses
     assert masks.shape == (N_ROWS, N_FEATURES)
     np.testing.assert_array_equal(masks.sum(axis=1), 3)
+
+
+def test_pandas_default_header_is_a_header(capsys, tmp_path, model_path, data):
+    pd = pytest.importorskip("pandas")
+    path = tmp_path / "pandas.csv"
+    pd.DataFrame(data[0]).to_csv(path, index=False)  # header 0,1,2,3,4
+    out = tmp_path / "masks.csv"
+    assert main(["explain", model_path, str(path), "-k", "2", "--out", str(out), *FAST]) == 0
+    captured = capsys.readouterr()
+    rows = read_csv(out)
+    assert rows[0] == ["0", "1", "2", "3", "4"] and len(rows) == N_ROWS + 1
+    assert f"Wrote {N_ROWS} masks" in captured.out
+    assert "pandas writes for unnamed columns" in captured.err and "--no-header" in captured.err
+    # Asked for, the row is data.
+    argv = ["explain", model_path, str(path), "-k", "2", "--no-header", "--out", str(out), *FAST]
+    assert main(argv) == 0
+    assert len(read_csv(out)) == N_ROWS + 1 and rows[0] != read_csv(out)[0]
+    assert f"Wrote {N_ROWS + 1} masks" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("first, is_header", [
+    (["0", "1", "2"], True), ([" 0", "1 ", "2"], True), (["0", "1", "3"], False),
+    (["1", "2", "3"], False), (["0"], False), (["0.0", "1.0", "2.0"], False),
+])
+def test_default_header_detection(first, is_header):
+    assert cli._is_default_header(first) is is_header
 
 
 def test_explain_forced_header_on_numeric_first_row(tmp_path, model_path, data):
@@ -483,6 +526,9 @@ def test_params_reach_the_estimator(tmp_path, built, model_path, csv_path):
         (["random_state=3"], "set random_state with --random-state, not --param"),
         (["lr=0.1", "lr=0.2"], "--param lr is given twice"),
         (["lr"], "argument --param: expected NAME=VALUE; got 'lr'"),
+        # Once a skorch AttributeError with a traceback at fit.
+        (['callbacks=["os.system"]'], "--param callbacks cannot be set on the command line"),
+        (["train_split=os.system"], "--param train_split cannot be set on the command line"),
     ],
 )
 def test_bad_params_are_named(capsys, model_path, csv_path, params, expected):
@@ -631,6 +677,24 @@ def test_an_invalid_model_output_stays_bad_input(capsys, tmp_path, csv_path, dat
     err = run_error(capsys, ["explain", path, csv_path, "-k", "2",
                              "--out", str(tmp_path / "m.csv"), *FAST])
     assert "NaN or infinite outputs" in err
+
+
+@pytest.mark.parametrize("model, expected", [
+    (NanOnMaskedRowsModel(), "NaN or infinite outputs"),
+    (ShortOnMaskedRowsModel(), "one row of outputs per sample"),
+])
+def test_an_invalid_answer_on_masked_rows_is_one_line_and_exit_2(capsys, tmp_path, csv_path,
+                                                                 data, model, expected):
+    # Masked rows hold the zero baseline: the fidelity (and a fit that queries the model on
+    # masked rows) meets the bad answers, once a traceback in score.
+    path = save_model(tmp_path / "model.joblib", model, data)
+    out = tmp_path / "m.csv"
+    err = run_error(capsys, ["explain", path, csv_path, "-k", "2", "--baseline", "zero",
+                             "--out", str(out), *FAST])
+    assert re.match(f"sk_sointer explain: error: could not (fit the explainer to|explain "
+                    f"with) {re.escape(path)}: ", err), err
+    assert expected in err and err.count("\n") == 1, err
+    assert not out.exists()
 
 
 # -- explain: saved explainers ---------------------------------------------------------------
