@@ -65,13 +65,13 @@ tokens : bool, default=False
     decay (``weight_decay=0``): with L2X's tabular default, a selector on tweets flattened
     to equal scores (the first k tokens of every row).""",
     "refine": """\
-refine : ModelRefinement or None, default=ModelRefinement()
+refine : "model", ModelRefinement or None, default="model"
     After the method's own training, refine the selector against the black box itself:
     sampled k-subsets are judged by the model's own answer on the masked training rows (what
     :meth:`score` measures), and the selector the model judges best is kept, the method's
-    own included (see :class:`~sk_sointer.ModelRefinement`; options as
-    ``refine__max_queries``). Only when ``fit`` gets the model (not only its outputs) and
-    ``k`` is set. ``None`` trains with the paper's objective alone. On real tables the
+    own included. ``"model"`` refines with :class:`~sk_sointer.ModelRefinement`'s
+    defaults; pass an instance for other settings (``ModelRefinement(max_queries=...)``).
+    Only when ``fit`` gets the model (not only its outputs) and ``k`` is set. ``None`` trains with the paper's objective alone. On real tables the
     paper's surrogate judges, which see the model's outputs on full rows only, tend to
     learn one global subset; see the README's real-tables benchmark.""",
     "optimizer": """\

@@ -45,7 +45,7 @@ from skorch.dataset import ValidSplit
 from ._masking import Masker, flatten_rows, image_shape_of, patch_groups
 from ._networks import MLP
 from ._outputs import OutputSpec, check_outputs, output_agreement
-from ._search import ModelJudge
+from ._search import ModelJudge, ModelRefinement
 from ._utils import in_chunks, inference_chunk, resolve_device, seeded
 from .black_box import BlackBox, as_black_box
 from .distributions import topk_mask
@@ -359,6 +359,8 @@ class BaseExplainer(
         """Refine the fitted selector against the black box (see :class:`ModelRefinement`):
         only with the model at hand, a ``k`` (exact k-subsets are drawn) and ``refine``."""
         refine = getattr(self, "refine", None)
+        if isinstance(refine, str):  # "model": the default settings
+            refine = ModelRefinement()
         self.n_model_queries_ = 0
         self.refinement_fidelity_ = None
         if refine is None or problem.black_box is None or self.k_ is None:

@@ -446,7 +446,7 @@ zero_output=True)
 
     _parameter_constraints: dict = {
         **BaseExplainer._parameter_constraints,
-        "refine": [ModelRefinement, None],
+        "refine": [StrOptions({"model"}), ModelRefinement, None],
         "groups": ["array-like", None],
         "image_shape": [tuple, list, None],
         "patch_size": [Integral, tuple, list, None],
@@ -480,7 +480,7 @@ zero_output=True)
         lagrange_rho=10.0,
         selector=MLP(hidden_units=(100, 100), activation="elu", zero_output=True),
         predictor=MLP(hidden_units=(200, 200), batch_norm=True),
-        refine=ModelRefinement(),
+        refine="model",
         baseline="mean",
         groups=None,
         image_shape=None,

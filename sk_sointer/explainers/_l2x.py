@@ -12,7 +12,7 @@ At explanation time the mask is the top-k of the logits (§3.4).
 
 from numbers import Integral, Real
 
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 from skorch.utils import to_tensor
 
 from .._docstrings import fill_doc
@@ -183,7 +183,7 @@ class L2XExplainer(BaseExplainer):
         "tau": [Interval(Real, 0, None, closed="neither")],
         "selector": [callable],
         "approximator": [callable],
-        "refine": [ModelRefinement, None],
+        "refine": [StrOptions({"model"}), ModelRefinement, None],
     }
 
     def __init__(
@@ -193,7 +193,7 @@ class L2XExplainer(BaseExplainer):
         tau=0.1,
         selector=MLP(hidden_units=(100, 100), zero_output=True),
         approximator=MLP(hidden_units=(200, 200), batch_norm=True),
-        refine=ModelRefinement(),
+        refine="model",
         baseline="mean",
         groups=None,
         image_shape=None,

@@ -427,7 +427,7 @@ class MEEDExplainer(BaseExplainer):
 
     _parameter_constraints: dict = {
         **BaseExplainer._parameter_constraints,
-        "refine": [ModelRefinement, None],
+        "refine": [StrOptions({"model"}), ModelRefinement, None],
         "groups": ["array-like", None],
         "image_shape": [tuple, list, None],
         "patch_size": [Integral, tuple, list, None],
@@ -454,7 +454,7 @@ class MEEDExplainer(BaseExplainer):
         feedback=None,
         approximator=MLP(hidden_units=(200, 200), batch_norm=True),
         adversary=MLP(hidden_units=(200, 200), batch_norm=True),
-        refine=ModelRefinement(),
+        refine="model",
         baseline="mean",
         groups=None,
         image_shape=None,

@@ -345,7 +345,7 @@ class RealXExplainer(BaseExplainer):
 
     _parameter_constraints: dict = {
         **BaseExplainer._parameter_constraints,
-        "refine": [ModelRefinement, None],
+        "refine": [StrOptions({"model"}), ModelRefinement, None],
         "groups": ["array-like", None],
         "image_shape": [tuple, list, None],
         "patch_size": [Integral, tuple, list, None],
@@ -373,7 +373,7 @@ class RealXExplainer(BaseExplainer):
         append_mask=True,
         selector=MLP(hidden_units=(100, 100), activation="elu"),
         predictor=MLP(hidden_units=(200, 200), batch_norm=True),
-        refine=ModelRefinement(),
+        refine="model",
         baseline="mean",
         groups=None,
         image_shape=None,

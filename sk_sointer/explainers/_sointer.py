@@ -333,10 +333,10 @@ class SOInterExplainer(BaseExplainer):
         expectation over the draws, with ``fill="draws"``) has not fallen for this many
         epochs; the interpreter of the best epoch is kept.
 
-    refine : ModelRefinement or None, default=None
+    refine : "model", ModelRefinement or None, default=None
         Refine the interpreter further against the black box's answers on the target
-        output (see :class:`~sk_sointer.ModelRefinement`). Off by default: SOInter's own
-        training already re-queries the model on its masks.
+        output (``"model"``: with the default :class:`~sk_sointer.ModelRefinement`). Off
+        by default: SOInter's own training already re-queries the model on its masks.
 
     %(baseline)s
 
@@ -440,7 +440,7 @@ class SOInterExplainer(BaseExplainer):
 
     _parameter_constraints: dict = {
         **BaseExplainer._parameter_constraints,
-        "refine": [ModelRefinement, None],
+        "refine": [StrOptions({"model"}), ModelRefinement, None],
         "target": [Integral],
         "k": [Interval(Integral, 1, None, closed="left")],
         "tau": [Interval(Real, 0, None, closed="neither")],
