@@ -335,11 +335,16 @@ def patch_groups(image_shape, patch_size):
     pixel in the pixel's patch. Patches at the right and bottom edges are smaller when the
     patch size does not divide the image."""
     channels, height, width = image_shape
-    ph, pw = (patch_size, patch_size) if np.ndim(patch_size) == 0 else tuple(patch_size)
-    if not all(isinstance(p, (int, np.integer)) and p > 0 for p in (ph, pw)):
+    sizes = (patch_size, patch_size) if np.ndim(patch_size) == 0 else tuple(patch_size)
+    # A bool is an int to Python, but patch_size=True is a mistake, not 1 x 1 patches.
+    if len(sizes) != 2 or not all(
+        isinstance(p, (int, np.integer)) and not isinstance(p, (bool, np.bool_)) and p > 0
+        for p in sizes
+    ):
         raise ValueError(
             f"patch_size should be a positive integer or a pair of them; got {patch_size!r}."
         )
+    ph, pw = sizes
     if ph > height or pw > width:
         raise ValueError(
             f"patch_size={patch_size!r} is larger than the images ({height} x {width})."

@@ -37,7 +37,8 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, _fit_context, clone
 from sklearn.utils import assert_all_finite, check_array
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import (Interval, InvalidParameterError, StrOptions,
+                                            validate_parameter_constraints)
 from sklearn.utils.validation import check_is_fitted, validate_data
 from skorch.callbacks import Callback, ProgressBar
 from skorch.dataset import ValidSplit
@@ -47,7 +48,7 @@ from ._networks import MLP
 from ._outputs import OutputSpec, check_outputs, output_agreement
 from ._search import ModelJudge, ModelRefinement
 from ._utils import in_chunks, inference_chunk, resolve_device, seeded
-from .black_box import BlackBox, as_black_box
+from .black_box import BlackBox, as_black_box, model_agreement
 from .distributions import topk_mask
 
 _OPTIMIZERS = {
@@ -375,7 +376,7 @@ class BaseExplainer(
         self.n_model_queries_ = judge.n_queries
 
     def _check_params(self, problem):
-        k = getattr(self, "k", None)
+        k = self._check_k()
         self.k_ = k
         if k is not None and k > problem.n_groups:
             what = "n_groups" if problem.masker.groups_ is not None else "n_features"
@@ -387,6 +388,25 @@ class BaseExplainer(
                 UserWarning,
             )
             self.k_ = problem.n_groups
+
+    def _check_k(self):
+        """``k`` as it is now, checked by the rules and with the messages of ``fit``.
+
+        ``set_params(k=...)`` after fit changes only how scores become masks, so ``k`` is
+        read (and checked again) wherever masks are made: 0, a float, a string, or None
+        where the method needs a number, are refused there as ``fit`` refuses them. A
+        bool is refused too, although it is an ``int`` to Python: ``k=True`` is a mistake,
+        not one feature."""
+        k = getattr(self, "k", None)
+        name = type(self).__name__
+        if isinstance(k, (bool, np.bool_)):
+            raise InvalidParameterError(
+                f"The 'k' parameter of {name} must be an int, not a bool; got {k!r}."
+            )
+        constraints = self._parameter_constraints.get("k")
+        if constraints is not None:
+            validate_parameter_constraints({"k": constraints}, {"k": k}, caller_name=name)
+        return None if k is None else int(k)
 
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y=None, *, black_box=None):
@@ -479,9 +499,12 @@ class BaseExplainer(
         on ``m(x, mask)`` (left-out features at the baseline) against the model on ``x``,
         averaged over its outputs: for a categorical output, the fraction of rows with the
         same predicted class (L2X's post-hoc accuracy), for a Bernoulli output (one label
-        of a multi-label model) the fraction on the same side of 0.5, for a real output the
-        R². Fitted on outputs only, the method's own judge on ``m(x, mask)`` is compared
-        with the outputs ``y`` instead.
+        of a multi-label model) the fraction with the same label, for a real output the
+        R². A classifier's answer is its own ``predict``, which may differ from the argmax
+        of its ``predict_proba`` (``SVC(probability=True)``); models without one (torch
+        modules, functions) answer with the argmax of their probabilities, or the side of
+        0.5. The probabilities still drive training. Fitted on outputs only, the method's
+        own judge on ``m(x, mask)`` is compared with the outputs ``y`` instead.
 
         Parameters
         ----------
@@ -498,10 +521,8 @@ class BaseExplainer(
         X = self._validate_transform_input(X)
         spec = self.output_spec_
         if self.black_box_ is not None:
-            full = in_chunks(self.black_box_.predict, X)
             masks = masks.reshape(X.shape)
-            masked = in_chunks(self.black_box_.predict, self.masker_.mask_raw(X, masks))
-            return output_agreement(full, masked, spec)
+            return model_agreement(self.black_box_, X, self.masker_.mask_raw(X, masks))
         if y is None:
             raise ValueError(
                 f"{type(self).__name__} was fitted on outputs only, so score needs the black "
@@ -547,6 +568,13 @@ class BaseExplainer(
                                              chunk_outputs)
             with torch.inference_mode():
                 scores = self._selector_scores(torch.as_tensor(net_input).to(device))
+                if not bool(torch.isfinite(scores).all()):
+                    # Top-k of NaN would still give k-hot masks that look normal.
+                    raise ValueError(
+                        f"The selector of this {type(self).__name__} gave NaN or infinite "
+                        "scores: its weights are not finite (training diverged, or they "
+                        "were altered after fit), so it cannot explain rows."
+                    )
                 finish(scores, out[start : start + len(rows)])
         return out
 
@@ -587,7 +615,7 @@ class BaseExplainer(
         """
         # ``k`` as it is now: a selector's scores do not depend on it, so setting k after
         # fit changes only how scores become masks.
-        k = getattr(self, "k", None)
+        k = self._check_k()
         if scores.device.type != "cpu":
             if k is None:
                 return (scores > self._threshold) | topk_mask(scores, 1).bool()

@@ -9,6 +9,8 @@ where their targets came from.
 """
 
 import copy
+import threading
+import weakref
 
 import numpy as np
 import torch
@@ -21,8 +23,23 @@ from ._outputs import (  # noqa: F401 - check_outputs and output_agreement are u
     output_agreement,
     spec_of,
 )
+from ._utils import in_chunks
 
 _OUTPUT_KINDS = ("auto", "proba", "logits", "values", "multilabel_proba", "multilabel_logits")
+
+# One lock per user torch module (held only while the module is called): a module left in
+# training mode is put in evaluation mode for the call and restored afterwards, and two
+# threads doing so at once would run each other's calls in the wrong mode.
+_MODULE_LOCKS = weakref.WeakKeyDictionary()
+_MODULE_LOCKS_GUARD = threading.Lock()
+
+
+def _module_lock(module):
+    with _MODULE_LOCKS_GUARD:
+        lock = _MODULE_LOCKS.get(module)
+        if lock is None:
+            lock = _MODULE_LOCKS[module] = threading.RLock()
+        return lock
 
 
 class BlackBox:
@@ -122,6 +139,23 @@ class BlackBox:
         with torch.no_grad():
             return self(X).cpu().numpy()
 
+    @property
+    def has_own_labels(self):
+        """Whether the model's answer is its own ``predict`` (a classifier's labels), which
+        :func:`model_agreement` compares rather than the argmax of its probabilities."""
+        return self.kind == "classifier" and hasattr(self.model, "predict")
+
+    def labels(self, X):
+        """The classifier's own ``predict`` on ``X``: ``(n_samples, n_labels)``, one column
+        per output (a multi-output classifier) or label (a multi-label one)."""
+        X = np.asarray(X.detach().cpu().numpy() if isinstance(X, torch.Tensor) else X)
+        if self.row_shape is not None and X.ndim == 2:
+            X = X.reshape(X.shape[0], *self.row_shape)
+        if self.token_ids:
+            X = X.astype(np.int64)
+        labels = np.asarray(self.model.predict(self._frame(self._model_input(X))))
+        return labels.reshape(len(labels), -1)
+
     def _model_input(self, X):
         # An estimator fitted on float64 data with large-magnitude features (timestamps,
         # ids) answers differently on rows rounded to float32 (128 s apart near 1.7e9).
@@ -135,23 +169,34 @@ class BlackBox:
         param = next(iter(module.parameters()), None)
         device = param.device if param is not None else torch.device("cpu")
         X = torch.as_tensor(X, dtype=torch.long if self.token_ids else torch.float32).to(device)
-        was_training = module.training
-        module.eval()
-        try:
-            with torch.set_grad_enabled(grad):
-                out = module(X)
-        finally:
-            module.train(was_training)
+        with _module_lock(module):
+            # Every submodule's own mode, restored exactly: ``train(was_training)`` would
+            # also switch the parts a user keeps in the other mode.
+            modes = [(part, part.training) for part in module.modules()]
+            if not any(training for _, training in modes):
+                with torch.set_grad_enabled(grad):
+                    return module(X)
+            module.eval()
+            try:
+                with torch.set_grad_enabled(grad):
+                    out = module(X)
+            finally:
+                for part, training in modes:
+                    part.training = training
         return out
 
-    def _call_numpy(self, X):
-        model = self.model
-        names = getattr(model, "feature_names_in_", None)
-        if names is not None and len(names) == X.shape[1]:
+    def _frame(self, X):
+        names = getattr(self.model, "feature_names_in_", None)
+        if names is not None and X.ndim == 2 and len(names) == X.shape[1]:
             # Models fitted on DataFrames warn (or fail) when called with bare arrays.
             import pandas as pd
 
-            X = pd.DataFrame(X, columns=names)
+            return pd.DataFrame(X, columns=names)
+        return X
+
+    def _call_numpy(self, X):
+        model = self.model
+        X = self._frame(X)
         if self.kind == "classifier":
             if not hasattr(model, "predict_proba"):
                 return self._label_columns(model.predict(X))
@@ -184,6 +229,11 @@ class BlackBox:
             raise ValueError(
                 f"The black box should return one row of outputs per sample, i.e. shape "
                 f"({n_samples}, n_outputs); got shape {tuple(out.shape)}."
+            )
+        if out.shape[1] == 0:
+            raise ValueError(
+                f"The black box {self.model!r} returned no outputs (shape "
+                f"{tuple(out.shape)}); there is nothing to explain."
             )
         if self.output == "logits":
             out = _logits_to_proba(out)
@@ -367,3 +417,42 @@ def _logits_to_proba(out):
         p = torch.sigmoid(out)
         return torch.cat([1 - p, p], dim=1)
     return torch.softmax(out, dim=1)
+
+
+def model_agreement(black_box, X, X_masked, *, multioutput="uniform_average"):
+    """How often the model keeps its answer when rows ``X`` become ``X_masked``.
+
+    A classifier's answer is its own ``predict`` (per output, or per label of a
+    multi-label model): the fraction of rows where it is unchanged. Other models are
+    compared on their outputs with :func:`output_agreement`: the argmax of a categorical
+    output, the side of 0.5 of a Bernoulli one, the R² of a real one.
+
+    Parameters
+    ----------
+    black_box : BlackBox
+    X, X_masked : ndarray of shape (n_samples, n_features)
+    multioutput : {"uniform_average", "raw_values"}, default="uniform_average"
+    """
+    if black_box.spec is None:
+        black_box.predict(X[:2])  # the outputs' layout, learnt from the first answer
+    spec = black_box.spec
+    if black_box.has_own_labels and "real" not in spec.kinds:
+        labels = in_chunks(black_box.labels, X)
+        if labels.shape[1] == spec.n_outputs:
+            masked = in_chunks(black_box.labels, X_masked)
+            if masked.shape != labels.shape:
+                raise ValueError(
+                    f"The black box {black_box.model!r} predicted labels of shape "
+                    f"{masked.shape} on masked rows, and of shape {labels.shape} on the rows "
+                    "themselves; it should answer every row the same way."
+                )
+            scores = np.mean(labels == masked, axis=0).astype(np.float64)
+            if multioutput == "raw_values":
+                return scores
+            if multioutput != "uniform_average":
+                raise ValueError("multioutput should be 'uniform_average' or 'raw_values'; "
+                                 f"got {multioutput!r}.")
+            return float(scores.mean())
+    full = in_chunks(black_box.predict, X)
+    masked = in_chunks(black_box.predict, X_masked)
+    return output_agreement(full, masked, spec, multioutput=multioutput)

@@ -17,21 +17,28 @@ from .._masking import Masker, flatten_rows, image_shape_of
 from .._networks import MLP, build_network
 from .._outputs import output_agreement, output_loss, output_values
 from .._utils import in_chunks, resolve_device, seeded
-from ..black_box import as_black_box
+from ..black_box import as_black_box, model_agreement
 
 
-def posthoc_accuracy(black_box, X, masks, *, baseline="mean", multioutput="uniform_average",
+def posthoc_accuracy(black_box, X, masks, *, baseline=None, multioutput="uniform_average",
                      features="selected"):
     """Agreement of the black box on masked rows with the black box on full rows.
 
     Left-out features take the ``baseline`` value, in the data's units. For a categorical
     output, the score is the fraction of rows whose predicted class on ``m(x, mask)``
     equals the predicted class on ``x``: L2X's post-hoc accuracy (Chen et al. 2018,
-    §4.2.1), where the reference is the model's own prediction, not a label. A Bernoulli
-    output (one label of a multi-label model) scores the fraction of rows on the same side
-    of 0.5, a real output the R² of the masked predictions against the full ones.
-    Baseline-filled rows may still lie outside the data the model was trained on; EVAL-X
-    (:class:`EvalXEvaluator`) avoids that.
+    §4.2.1), where the reference is the model's own prediction, not a label. A
+    classifier's prediction is its own ``predict`` (which may disagree with the argmax of
+    its ``predict_proba``, as ``SVC(probability=True)``'s does), one per output or label;
+    for other models, the argmax of a categorical output and the side of 0.5 of a
+    Bernoulli one. A real output scores the R² of the masked predictions against the full
+    ones. Baseline-filled rows may still lie outside the data the model was trained on;
+    EVAL-X (:class:`EvalXEvaluator`) avoids that.
+
+    Given a fitted explainer instead of masks, its masks of ``X`` are scored with its own
+    baseline (the training mean by default), exactly as its ``score`` does; raw masks are
+    filled with ``baseline``, by default the mean of ``X`` itself, which differs from an
+    explainer's training mean (scores of the same masks moved by up to 9 points).
 
     Parameters
     ----------
@@ -40,13 +47,16 @@ def posthoc_accuracy(black_box, X, masks, *, baseline="mean", multioutput="unifo
     X : array-like of shape (n_samples, n_features)
         Or images, ``(n_samples, height, width)`` or ``(n_samples, channels, height, width)``:
         the black box is queried with rows of that shape.
-    masks : array-like of the shape of X
-        Selections, 1 (or any value > 0) for a kept feature.
-    baseline : {"mean", "zero"}, float or array-like of shape (n_features,), default="mean"
-        The value of a left-out feature: the mean of ``X`` over the rows given (pass the
-        training mean, e.g. an explainer's ``masker_.baseline_``, to match its ``score``),
+    masks : array-like of the shape of X, or fitted explainer
+        Selections, 1 (or any value > 0) for a kept feature; or the explainer whose
+        ``transform(X)`` gives them and whose baseline fills the left-out features.
+    baseline : {"mean", "zero"}, float or array-like of shape (n_features,), default=None
+        The value of a left-out feature for raw masks: ``None`` or ``"mean"``, the mean of
+        ``X`` over the rows given (pass the training mean, e.g. an explainer's
+        ``masker_.baseline_``, to match its ``score``, or pass the explainer as ``masks``),
         0 (``"zero"``: the papers' metric on their N(0, 1) data), one number, or one per
-        feature.
+        feature. With an explainer as ``masks`` it must be ``None``: the explainer's own
+        baseline is used, so the two cannot disagree.
     multioutput : {"uniform_average", "raw_values"}, default="uniform_average"
         For a model with several outputs: their average, or one score per output.
     features : {"selected", "unselected"}, default="selected"
@@ -69,12 +79,20 @@ def posthoc_accuracy(black_box, X, masks, *, baseline="mean", multioutput="unifo
     >>> posthoc_accuracy(model, X, keep_first) > 0.95
     True
     """
+    explainer = masks if hasattr(masks, "masker_") and hasattr(masks, "transform") else None
+    if explainer is not None:
+        if baseline is not None:
+            raise ValueError(
+                f"posthoc_accuracy was given the explainer {type(explainer).__name__} and a "
+                "baseline: the explainer's own baseline fills the left-out features (its "
+                "masker_.baseline_); pass its masks instead to fill them with another."
+            )
+        masks = explainer.transform(X)
+        baseline = explainer.masker_.baseline_
     X, masks, row_shape = _rows_and_masks(X, masks, features)
-    masker = Masker(baseline).fit(X)
+    masker = Masker("mean" if baseline is None else baseline).fit(X)
     black_box = as_black_box(black_box).with_row_shape(row_shape)
-    full = in_chunks(black_box.predict, X)
-    masked = in_chunks(black_box.predict, masker.mask_raw(X, masks))
-    return output_agreement(full, masked, black_box.spec, multioutput=multioutput)
+    return model_agreement(black_box, X, masker.mask_raw(X, masks), multioutput=multioutput)
 
 
 def approximator_accuracy(black_box, X_train, masks_train, X_test, masks_test, *,
