@@ -27,6 +27,7 @@ spec, black box, target output) and hands it to the method's hooks:
   ``_threshold`` (selection probabilities above 0.5).
 """
 
+import math
 import pickle
 import warnings
 from abc import ABCMeta, abstractmethod
@@ -50,6 +51,11 @@ from ._search import ModelJudge, ModelRefinement
 from ._utils import in_chunks, inference_chunk, resolve_device, seeded
 from .black_box import BlackBox, as_black_box, model_agreement
 from .distributions import topk_mask
+
+# With tokens=True, the largest id fit accepts: at least this, or this many times the
+# number of distinct ids in X (see _check_tokens).
+_MIN_TOKEN_BOUND = 1 << 16
+_TOKENS_PER_DISTINCT_ID = 16
 
 _OPTIMIZERS = {
     "adam": torch.optim.Adam,
@@ -215,6 +221,18 @@ class _SkorchEstimatorMixin:
                              "numbers >= 0 (0 the padding).")
         largest = int(X.max()) if X.size else 0
         if fitting:
+            # The embeddings get one row per id up to the largest: one stray id of 2,000,000
+            # in a table of 180 ids once cost 4 GB. Ids sparser than this bound are refused;
+            # ids seen in fit are all an explainer needs, so they can always be made dense.
+            limit = max(_MIN_TOKEN_BOUND, _TOKENS_PER_DISTINCT_ID * len(np.unique(X)))
+            if largest >= limit:
+                raise ValueError(
+                    f"X holds token id {largest}, but {name} sizes its embeddings by the "
+                    f"largest id, and accepts ids below {limit} for these {X.size} tokens "
+                    f"(the larger of {_MIN_TOKEN_BOUND} and {_TOKENS_PER_DISTINCT_ID} times "
+                    "the number of distinct ids): map the ids to 0, 1, 2, ... (TokenSequencer "
+                    "does), 0 staying the padding."
+                )
             return largest + 1
         if largest >= self.n_tokens_:
             raise ValueError(
@@ -285,6 +303,16 @@ class _SkorchEstimatorMixin:
         return None, targets, spec
 
     def _net_params(self, device, seed, n_samples):
+        if n_samples and isinstance(self.train_split, Real):
+            # skorch's split rounds the validation part up; training needs two rows (batch
+            # normalisation cannot normalise one).
+            n_train = n_samples - math.ceil(n_samples * self.train_split)
+            if n_train < 2:
+                raise ValueError(
+                    f"train_split={self.train_split} leaves {n_train} of {n_samples} rows for "
+                    "training, which needs 2 at least: give more rows, a smaller "
+                    "train_split, or train_split=None."
+                )
         params = {
             "max_epochs": self.max_epochs,
             "batch_size": self.batch_size,
@@ -433,7 +461,17 @@ class BaseExplainer(
         self : object
             The fitted explainer.
         """
-        return self._fit(X, y, black_box)
+        try:
+            self._fit(X, y, black_box)
+        except (ValueError, RuntimeError) as exc:
+            # A NaN in the weights surfaces wherever it is first checked (a relaxation's
+            # argument constraints, a loss): name the cause rather than the place.
+            if _diverged(getattr(self, "net_", None)):
+                raise ValueError(_DIVERGED.format(name=type(self).__name__, lr=self.lr)) from exc
+            raise
+        if _diverged(self.net_):
+            raise ValueError(_DIVERGED.format(name=type(self).__name__, lr=self.lr))
+        return self
 
     def explain(self, X):
         """Real-valued importance scores behind the masks (higher means more relied on).
@@ -467,6 +505,7 @@ class BaseExplainer(
             0/1 values in the dtype of ``X`` (float32 or float64).
         """
         X = self._validate_transform_input(X, finite=False)
+        self._check_output_container()
         return self._shaped(self._explain_rows(X, self._masks_of, X.dtype))
 
     def predict_masked(self, X, masks):
@@ -532,6 +571,19 @@ class BaseExplainer(
         return output_agreement(targets, self.predict_masked(rows, masks), spec)
 
     # -- helpers -------------------------------------------------------------------------
+
+    def _check_output_container(self):
+        """A DataFrame holds one row per sample: masks of images (one array per image)
+        cannot be one, so set_output's pandas or polars is refused for them."""
+        container = getattr(self, "_sklearn_output_config", {}).get("transform", "default")
+        row_shape = getattr(self, "row_shape_", None)
+        if container != "default" and row_shape is not None:
+            raise ValueError(
+                f"set_output(transform={container!r}) makes tables, but this "
+                f"{type(self).__name__} was fitted on images of shape {row_shape}, whose masks "
+                "keep that shape: use set_output(transform='default'), or fit on flat rows "
+                "with image_shape= for masks with one column per pixel."
+            )
 
     def _validate_transform_input(self, X, *, finite=True):
         """``X`` validated against the fit; ``finite=False`` leaves the finite check to
@@ -671,6 +723,24 @@ def _above_or_best(scores, threshold, out):
     if empty.any():
         out[empty, scores[empty].argmax(axis=1)] = 1.0
     return out
+
+
+_DIVERGED = (
+    "{name}'s training diverged: its networks' weights became NaN or infinite (lr={lr:g}); "
+    "lower lr, or standardise extreme outputs."
+)
+
+
+def _diverged(net):
+    """Whether a (partly) trained net holds non-finite weights."""
+    if net is None or not getattr(net, "initialized_", False):
+        return False
+    modules = [getattr(net, name + "_", None) for name in net._modules]
+    return any(
+        not bool(torch.isfinite(param).all())
+        for module in modules if isinstance(module, torch.nn.Module)
+        for param in module.parameters()
+    )
 
 
 def _check_masks(masks, shape):

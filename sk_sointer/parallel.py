@@ -43,7 +43,8 @@ def _output_dtype(dtypes, method):
     float input's dtype (float32 only when every column is)."""
     if method == "explain":
         return np.dtype(np.float32)
-    dtypes = [np.dtype(dtype) for dtype in dtypes]
+    # pandas' own dtypes (Float32, Int64) name their NumPy dtype.
+    dtypes = [np.dtype(getattr(dtype, "numpy_dtype", dtype)) for dtype in dtypes]
     return np.dtype(np.float32 if dtypes and all(d == np.float32 for d in dtypes) else np.float64)
 
 
@@ -141,6 +142,15 @@ def dask_transform(explainer, X, *, method="transform", client=None, torch_threa
     if dd is not None and isinstance(X, dd.DataFrame):
         import pandas as pd
 
+        # Refused here, where the columns' dtypes are known without computing anything, as
+        # the explainer's validation would refuse them in every partition.
+        other = {str(column): str(dtype) for column, dtype in X.dtypes.items()
+                 if not pd.api.types.is_numeric_dtype(dtype)}
+        if other:
+            raise ValueError(
+                f"X should hold numbers only; its columns {other} (name: dtype) do not. "
+                "Encode them as numbers before explaining."
+            )
         dtype = _output_dtype(X.dtypes, method)
         meta = pd.DataFrame({column: pd.Series(dtype=dtype) for column in X.columns})
         return X.map_partitions(_explain_frame, _ship(explainer, client), method, torch_threads,

@@ -109,6 +109,16 @@ class TokenSequencer(TransformerMixin, BaseEstimator):
         ids, masks = np.asarray(ids), np.asarray(masks)
         if ids.shape != masks.shape:
             raise ValueError(f"masks should have the shape of ids, {ids.shape}; got {masks.shape}.")
+        if ids.size and (ids.dtype.kind not in "iuf" or not np.array_equal(ids, np.round(ids))):
+            raise ValueError(f"ids should hold whole numbers (token ids); got dtype {ids.dtype}.")
+        if ids.size and (ids.min() < 0 or ids.max() >= len(self.words_)):
+            bad = ids.min() if ids.min() < 0 else ids.max()
+            # A negative id would silently index from the end of the vocabulary.
+            raise ValueError(
+                f"ids holds {int(bad)}, which is not a token id of this TokenSequencer: ids "
+                f"run from 0 to {len(self.words_) - 1} (a vocabulary of {len(self.words_)})."
+            )
+        ids = ids.astype(np.int64)
         return [[str(self.words_[i]) for i, kept in zip(row, keep) if kept > 0 and i != PADDING]
                 for row, keep in zip(ids, masks)]
 

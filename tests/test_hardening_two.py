@@ -234,3 +234,86 @@ def test_posthoc_accuracy_takes_the_explainer_and_its_baseline(rows):
         posthoc_accuracy(single, X_test, 1 - masks, baseline=explainer.masker_.baseline_))
     with pytest.raises(ValueError, match="given the explainer L2XExplainer and a baseline"):
         posthoc_accuracy(single, X_test, explainer, baseline="zero")
+
+
+# -- item 4: token ids bounded before the embeddings are sized --------------------------------
+
+
+def test_a_stray_huge_token_id_is_named_before_any_embedding_is_built():
+    from sk_sointer import TokenCNN, TokenCNNSelector
+
+    rng = np.random.RandomState(0)
+    ids = rng.randint(1, 30, size=(30, 6))
+    ids[3, 2] = 2_000_000  # once 4.2 GB at fit
+    explainer = L2XExplainer(k=1, tokens=True, selector=TokenCNNSelector(filters=4),
+                             approximator=TokenCNN(filters=4, hidden_units=(4,)), **FAST)
+    with pytest.raises(ValueError, match="token id 2000000, .* ids below 65536 for these 180 "
+                                         "tokens .*TokenSequencer"):
+        explainer.fit(ids, ids[:, 0] % 2)
+    ids[3, 2] = 10**12  # once a raw allocator error (float32 rounds the id)
+    with pytest.raises(ValueError, match=r"token id 99999999\d+, "):
+        explainer.fit(ids, ids[:, 0] % 2)
+    ids[3, 2] = 65_535  # at the bound: fits, the embedding sized by it
+    explainer.set_params(max_epochs=1).fit(ids, ids[:, 0] % 2)
+    assert explainer.n_tokens_ == 65_536
+
+
+# -- item 9: other raw errors ---------------------------------------------------------------------
+
+
+def test_training_that_diverges_says_so(rows):
+    X, single, _ = rows
+    with pytest.raises(ValueError, match=r"L2XExplainer's training diverged: .*NaN or infinite "
+                                         r"\(lr=1e\+12\); lower lr"):
+        L2XExplainer(k=2, lr=1e12, max_epochs=5, batch_size=32, refine=None,
+                     random_state=0).fit(X, single.predict(X))
+
+
+@pytest.mark.parametrize("n_rows", [2, 3])
+def test_a_train_split_leaving_one_training_row_is_named(n_rows, rows):
+    X = rows[0][:n_rows]
+    with pytest.raises(ValueError, match=f"train_split=0.5 leaves 1 of {n_rows} rows for "
+                                         "training, which needs 2"):
+        L2XExplainer(k=1, train_split=0.5, **FAST).fit(X, np.arange(n_rows) % 2)
+
+
+def test_pandas_output_of_image_masks_is_refused_with_the_way_out():
+    pytest.importorskip("pandas")
+    images = np.random.RandomState(0).rand(40, 6, 6).astype(np.float32)
+    explainer = L2XExplainer(k=2, **FAST).set_output(transform="pandas")
+    explainer.fit(images, images[:, 0, 0] > 0.5)
+    with pytest.raises(ValueError, match=r"set_output\(transform='pandas'\) makes tables, .* "
+                                         r"images of shape \(6, 6\)"):
+        explainer.transform(images)
+    # Flat rows with image_shape: one column per pixel.
+    flat = L2XExplainer(k=2, image_shape=(6, 6), **FAST).set_output(transform="pandas")
+    masks = flat.fit(images.reshape(40, 36), images[:, 0, 0] > 0.5).transform(
+        images.reshape(40, 36))
+    assert list(masks.columns) == [f"x{i}" for i in range(36)]
+    assert (masks.sum(axis=1) == 2).all()
+
+
+def test_dask_transform_refuses_text_columns_before_computing(rows):
+    pd = pytest.importorskip("pandas")
+    dd = pytest.importorskip("dask.dataframe")
+    from sk_sointer.parallel import dask_transform
+
+    X, single, _ = rows
+    explainer = L2XExplainer(k=1, **FAST).fit(X[:, :3], single.predict(X))
+    frame = pd.DataFrame(X[:, :3], columns=["a", "b", "c"]).astype({"c": str})
+    with pytest.raises(ValueError, match=r"numbers only; its columns \{'c': '(object|str|string)'\}"):
+        dask_transform(explainer, dd.from_pandas(frame, npartitions=2))
+
+
+def test_selected_words_refuses_ids_outside_the_vocabulary():
+    from sk_sointer.text import TokenSequencer
+
+    sequencer = TokenSequencer(max_length=4).fit(["alpha beta gamma", "beta gamma delta"])
+    n_words = len(sequencer.words_)
+    ids = sequencer.transform(["alpha gamma"])
+    assert sequencer.selected_words(ids, np.ones_like(ids)) == [["alpha", "gamma"]]
+    for bad in (n_words, 99, -2):  # once an IndexError, and a negative id silently a word
+        wrong = ids.copy()
+        wrong[0, 1] = bad
+        with pytest.raises(ValueError, match=f"ids holds {bad}, which is not a token id"):
+            sequencer.selected_words(wrong, np.ones_like(wrong))
