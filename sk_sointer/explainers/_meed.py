@@ -26,6 +26,7 @@ distribution with weight ``prior_weight`` (0 in the paper's runs but one).
 """
 
 import math
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -363,9 +364,10 @@ class MEEDExplainer(BaseExplainer):
         The fitted skorch net; ``net_.module_`` is the selector (with its feedback
         network), ``net_.approximator_`` and ``net_.adversary_`` the approximators.
 
-    black_box_ : BlackBox
+    black_box_ : BlackBox or None
         The adapted model, queried by :meth:`transform` and :meth:`explain` unless they
-        are given the outputs.
+        are given the outputs; ``None`` when ``fit`` got only the model's outputs (it
+        then warns: the prior comes from the surrogate and :meth:`score` needs ``y``).
 
     %(k_)s
 
@@ -422,8 +424,19 @@ class MEEDExplainer(BaseExplainer):
     array([1., 1., 1.], dtype=float32)
     """
 
-    _requires_model = True
-    _requires_model_because = "reads the black box's output on every row it explains"
+    def _check_params(self, problem):
+        super()._check_params(problem)
+        if problem.black_box is None:
+            # Outputs alone suffice for the selector and the approximators (the feedback
+            # is off by default); say what the model would have added.
+            warnings.warn(
+                "MEEDExplainer was fitted on the model's outputs only: the prior comes from "
+                "the surrogate, score needs the outputs as y"
+                + ("" if self.feedback is None else
+                   ", and transform and explain need the outputs as outputs=")
+                + "; fit(X, black_box=model) for the model's own gradients and fidelity.",
+                UserWarning,
+            )
 
     _parameter_constraints: dict = {
         **BaseExplainer._parameter_constraints,
@@ -590,13 +603,15 @@ class MEEDExplainer(BaseExplainer):
         if source is None:
             return None
         black_box = problem.black_box
+        differentiable = black_box is not None and black_box.differentiable
         if source == "auto":
-            source = "model" if black_box.differentiable else "surrogate"
+            source = "model" if differentiable else "surrogate"
         if source == "model":
-            if not black_box.differentiable:
+            if not differentiable:
+                got = "only its outputs" if black_box is None else repr(black_box.model)
                 raise ValueError(
                     "prior='model' needs a differentiable black box (a torch module); got "
-                    f"{black_box.model!r}. Use prior='surrogate' or prior='auto'."
+                    f"{got}. Use prior='surrogate' or prior='auto'."
                 )
             scores = model_gradient_scores(black_box, X, self.masker_.baseline_)
         else:
