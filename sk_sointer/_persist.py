@@ -493,9 +493,12 @@ def _decode(obj, where):
             return {key: _decode(item, where) for key, item in obj["dict"].items()}
         if keys == {"ndarray", "dtype", "shape"}:
             return _decode_array(obj, where)
-        if keys == {"factory", "params"} and isinstance(obj["params"], dict):
+        if (keys == {"factory", "params"} and isinstance(obj["factory"], str)
+                and isinstance(obj["params"], dict)):
             return _decode_factory(obj, where)
-        if keys == {"optimizer"} and obj["optimizer"] in _OPTIMIZERS:
+        if keys == {"optimizer"} and isinstance(obj["optimizer"], str) and (
+            obj["optimizer"] in _OPTIMIZERS
+        ):
             return _OPTIMIZERS[obj["optimizer"]]
         if keys == {"random_state"} and isinstance(obj["random_state"], dict):
             return _decode_random_state(obj["random_state"], where)

@@ -534,6 +534,9 @@ def _attribute(name, value):
     (lambda d: d["output_spec"].__setitem__("classes", {"tuple": [
         {"ndarray": ["a", "b", "c"], "dtype": "<U1", "shape": [3]}]}),
      "classes that do not match"),
+    # Found by the fuzz tests: names that are not strings once raised TypeError.
+    (lambda d: d["params"]["selector"].__setitem__("factory", []), "not a value sk_sointer"),
+    (_params(optimizer={"optimizer": [1]}), "not a value sk_sointer.save writes"),
     (lambda d: d.__setitem__("class", "SOInterExplainer"),
      "sk_sointer.load does not support SOInterExplainer: its pre-trained energy network"),
 ])
