@@ -17,8 +17,10 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.neural_network import MLPClassifier
 
-from benchmarks import bench_sointer, bench_synthetic
-from benchmarks.harness import data, ours, peers, quality, registry, report, run, structured
+from benchmarks import bench_sointer, bench_synthetic, bench_tables
+from benchmarks.harness import (
+    data, ours, peers, quality, registry, report, run, structured, tables,
+)
 import sk_sointer
 from sk_sointer import L2XExplainer, as_black_box, metrics
 
@@ -527,3 +529,191 @@ def test_the_sointer_entry_is_skipped_without_the_class(monkeypatch):
     monkeypatch.delattr(sk_sointer, "SOInterExplainer", raising=False)
     runnable, skipped = registry.available_methods(["sointer", "l2x"])
     assert runnable == ["l2x"] and "no SOInterExplainer" in skipped["sointer"]
+
+
+# The real-tables benchmark
+# -------------------------
+
+
+@pytest.fixture(scope="module")
+def tables_fast(tmp_path_factory):
+    """The fast profile, in-process: a classifier, a regressor and a two-output classifier,
+    every method of the study (the peers when shap and LIME are installed)."""
+    out = tmp_path_factory.mktemp("tables") / "tables_fast.json"
+    bench_tables.main(["--profile", "fast", "--device", "cpu", "--out", str(out)])
+    return json.loads(out.read_text(encoding="utf-8")), out.with_suffix(".rst")
+
+
+def test_tables_fast_profile_records_every_cell_and_method(tables_fast):
+    payload, _ = tables_fast
+    records = payload["records"]
+    fast = tables.PROFILES["fast"]
+    peer_names = registry.available_methods(list(tables.PEERS))[0]
+    expected = set()
+    for table, black_box in fast.pairs:
+        n_features = tables.TABLES[table].load()[0].shape[1]
+        for k in tables.ks_for(n_features):
+            expected |= {(table, black_box, k, name) for name in
+                         [*tables.OURS, tables.RANDOM, tables.GLOBAL, tables.ORACLE, *peer_names]}
+        expected |= {(table, black_box, None, f"{name}_thresholded")
+                     for name in tables.THRESHOLDED}
+    keys = [(r["table"], r["black_box"], r["k"], r["method"]) for r in records]
+    assert len(keys) == len(set(keys)) and set(keys) == expected
+    by_key = dict(zip(keys, records))
+    for r in records:
+        assert r["error"] is None, r["traceback"]
+        assert set(r) == set(tables.RECORD_FIELDS)
+        assert r["n_explain"] == min(fast.n_explain, r["n_test"]) and r["n_train"] == 200
+        regression = r["task"] == "regression"
+        assert (r["table"] == "diabetes") == regression
+        assert r["n_outputs"] == (2 if r["table"] == "digits_two_labels" else 1)
+        assert r["eval_x_metric"] == ("eR2" if regression else "eACC")
+        assert _finite(r["fidelity"]) and r["fidelity"] <= 1.0
+        assert _finite(r["eval_x"]) and r["eval_x"] <= 1.0
+        if not regression:
+            assert r["fidelity"] >= 0.0 and r["eval_x"] >= 0.0
+        if r["k"] is not None:
+            assert r["mean_selected"] == r["k"] and r["empty_rate"] == 0.0
+        cell = (r["table"], r["black_box"], r["k"])
+        if r["kind"] == "ours":
+            assert r["seeds"] == [0, 1] and len(r["fidelity_seeds"]) == 2
+            assert r["fidelity"] == pytest.approx(np.mean(r["fidelity_seeds"]))
+            assert r["fidelity_spread"] == pytest.approx(np.ptp(r["fidelity_seeds"]))
+            assert all(1 <= n <= r["n_explain"] for n in r["n_distinct_masks_seeds"])
+            for name in ("fit_s", "transform_us_per_row"):
+                assert _finite(r[name]) and r[name] > 0, name
+            if r["k"] is None:
+                assert 0.0 <= r["empty_rate"] <= 1.0
+                assert r["gap_random"] == pytest.approx(r["fidelity"] - r["random_same_sizes"])
+            else:
+                best_global = by_key[(*cell, tables.GLOBAL)]["fidelity"]
+                assert r["gap_global"] == pytest.approx(r["fidelity"] - best_global)
+                if "shap_kernel" in peer_names:
+                    kernel_shap = by_key[(*cell, "shap_kernel")]
+                    assert r["gap_kernel_shap"] == pytest.approx(r["fidelity"]
+                                                                 - kernel_shap["fidelity"])
+        elif r["kind"] == "peer":
+            assert _finite(r["explain_ms_per_row"]) and r["explain_ms_per_row"] > 0
+    for table, black_box in fast.pairs:
+        n_features = tables.TABLES[table].load()[0].shape[1]
+        for k in tables.ks_for(n_features):
+            cell = (table, black_box, k)
+            oracle, best_global, random = (by_key[(*cell, name)] for name in
+                                           (tables.ORACLE, tables.GLOBAL, tables.RANDOM))
+            # The per-row search and the global subset both beat random features.
+            assert oracle["fidelity"] >= random["fidelity"]
+            assert best_global["fidelity"] >= random["fidelity"]
+            assert oracle["queries_per_row"] == sum(n_features - j for j in range(k))
+            assert best_global["n_distinct_masks"] == 1
+            assert len(set(best_global["params"]["features"])) == k
+
+
+def test_tables_fast_profile_renders_its_tables_and_acceptance(tables_fast):
+    payload, rst = tables_fast
+    text = rst.read_text(encoding="utf-8")
+    for title in ["Fidelity (points)", "Our fidelity minus the best global subset",
+                  "EVAL-X (eACC / eR2, points)", "The methods' own selection (k=None)",
+                  "Acceptance: cells failing each check", "Cost and diversity"]:
+        assert f".. table:: {title}" in text
+    for block in text.split(".. table::")[1:]:
+        # Grid tables: every border alike, every line as wide (cells hold signed numbers).
+        borders = {line.replace("=", "-") for line in block.splitlines()
+                   if line.startswith("   +")}
+        widths = {len(line) for line in block.splitlines() if line.startswith(("   +", "   |"))}
+        assert len(borders) == 1 and len(widths) == 1
+    records = payload["records"]
+    counts = tables.acceptance(records)
+    assert set(counts) == {*tables.OURS, *(f"{name}_thresholded" for name in tables.THRESHOLDED)}
+    l2x = [r for r in records if r["method"] == "l2x"]
+    below = sum(r["gap_global"] < -0.01 for r in l2x)
+    assert counts["l2x"]["global"] == (below, len(l2x))
+    assert "empty" not in counts["l2x"] and counts["realx_thresholded"]["empty"][1] == 3
+    assert f"| {below} / {len(l2x)} " in text
+
+
+def test_tables_full_profile_keeps_the_defaults():
+    full = tables.PROFILES["full"]
+    assert full.explainer_params == {} and full.seeds >= 2 and full.n_explain >= 100
+    assert (full.shap_nsamples, full.lime_num_samples) == ("auto", 5000)
+    assert set(tables.PROFILES["fast"].explainer_params) == {"l2x", "realx", "meed", "hardkuma",
+                                                             "evalx"}
+
+
+_TABLE_SHAPES = {"breast_cancer": (569, 30), "wine": (178, 13), "diabetes": (442, 10),
+                 "digits": (1797, 64), "digits_two_labels": (1797, 64), "phishing": (1250, 9),
+                 "image_segments": (2310, 18)}
+
+
+@pytest.mark.parametrize("name", list(tables.TABLES))
+def test_tables_load_from_installed_packages(name):
+    if name in ("phishing", "image_segments") and not HAVE_RIVER:
+        pytest.skip("river is not installed")
+    X, y = tables.TABLES[name].load()
+    assert X.shape == _TABLE_SHAPES[name] and X.dtype == np.float64 and np.isfinite(X).all()
+    assert len(y) == len(X) and np.ndim(y) == (2 if name == "digits_two_labels" else 1)
+    if name == "diabetes":  # raw units: ages in years
+        assert 18 <= X[:, 0].min() and X[:, 0].max() <= 80
+
+
+def test_tables_full_profile_cells():
+    # k = 3 and 20 % of d: one cell where they coincide (wine), two elsewhere.
+    assert [tables.ks_for(d) for d in (30, 13, 10, 64, 9, 18)] == [
+        [3, 6], [3], [2, 3], [3, 13], [2, 3], [3, 4]]
+    cells = [(table, model, k) for table, model in tables.FULL_PAIRS
+             for k in tables.ks_for(_TABLE_SHAPES[table][1])]
+    assert sum(table != "digits_two_labels" for table, _, _ in cells) == 18
+    assert {table for table, _ in tables.FULL_PAIRS} == set(tables.TABLES)
+    assert {model for _, model in tables.FULL_PAIRS} <= set(tables.MODELS)
+
+
+@pytest.fixture(scope="module")
+def column_two_model():
+    """A logistic regression that reads the third of five features only, and an L2X fitted
+    on it in a few steps (its masker and output spec judge masks)."""
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(200, 5)
+    model = LogisticRegression().fit(X[:, [2]], X[:, 2] > 0)
+    wrapped = lambda rows: model.predict_proba(np.asarray(rows)[:, [2]])  # noqa: E731
+    explainer = L2XExplainer(k=1, max_epochs=1, refine=None, random_state=0)
+    return X, explainer.fit(X, black_box=wrapped)
+
+
+def test_tables_fidelity_is_what_score_measures(column_two_model):
+    X, explainer = column_two_model
+    assert tables.fidelity(explainer, X, explainer.transform(X)) == explainer.score(X)
+    third = np.zeros_like(X)
+    third[:, 2] = 1
+    assert tables.fidelity(explainer, X, third) == 1.0
+    assert tables.global_order(explainer, X, 2)[0] == 2
+
+
+def test_tables_random_masks_keep_the_sizes_asked_for():
+    sizes = np.array([0, 1, 3, 5])
+    masks = tables.random_masks(sizes, 5, np.random.default_rng(0))
+    np.testing.assert_array_equal(masks.sum(axis=1), sizes)
+    assert set(np.unique(masks)) <= {0.0, 1.0}
+
+
+def test_tables_peers_explain_regressors_and_every_output_of_a_multi_output_model():
+    from sklearn.linear_model import LinearRegression, LogisticRegression
+    from sklearn.multioutput import MultiOutputClassifier
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(100, 4)
+    regressor = LinearRegression().fit(X, X @ [1.0, 0.0, 2.0, 0.0])
+    [output] = peers.explained_outputs(regressor, X)
+    assert output.regression and (output.columns == 0).all()
+    np.testing.assert_allclose(output.column(0)(X), regressor.predict(X))
+    Y = np.column_stack([X[:, 0] > 0, X[:, 1] + X[:, 2] > 0]).astype(int)
+    multi = MultiOutputClassifier(LogisticRegression()).fit(X, Y)
+    outputs = peers.explained_outputs(multi, X)
+    assert len(outputs) == 2 and not outputs[0].regression
+    assert all((output.columns == 1).all() for output in outputs)  # binary: class 1
+    np.testing.assert_allclose(outputs[1].values(X), multi.predict_proba(X)[1])
+    # Each output's |attribution| as a share of its row: every output weighs one.
+    combined = peers.combine_outputs([rng.randn(100, 4), 1000 * rng.randn(100, 4)])
+    np.testing.assert_allclose(combined.sum(axis=1), 2.0)
+    single = rng.randn(100, 4)
+    assert peers.combine_outputs([single]) is single

@@ -22,4 +22,8 @@ field and going on; :mod:`.report` saves the records as JSON and renders the REA
 
 :mod:`.structured` is SOInter's benchmark: one output of a multi-label black box (SOInter's
 E1 and E2, and yeast) explained by SOInter, by L2X and the peers on that output alone.
+
+:mod:`.tables` is the real-tables benchmark: tables that ship with scikit-learn and river,
+everyday black boxes, our explainers against the best global subset, KernelSHAP, LIME and a
+per-row greedy search, all judged by the fidelity ``score`` measures.
 """

@@ -256,11 +256,13 @@ def prepare(spec, profile, device, needs_evaluator):
         black_box_acc=float(np.mean(model.predict(X_explain) == y_explain)),
     )
     if needs_evaluator:
-        _fit_evaluator(data, profile, device)
+        fit_evaluator(data, profile, device)
     return data
 
 
-def _fit_evaluator(data, profile, device):
+def fit_evaluator(data, profile, device):
+    """Fit the EVAL-X evaluator of ``data`` (its ``X_train`` and ``model``) and store it,
+    its fit seconds and, when it fails, the error in ``data``."""
     evaluator = metrics.EvalXEvaluator(
         random_state=TRAIN_SEED, device=str(device), **profile.params_for("evalx")
     )

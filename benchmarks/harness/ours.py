@@ -29,11 +29,8 @@ def run_amortized(method, spec, data, profile, device):
         explainer, data.X_timing, repeats=profile.timing_repeats
     )
     own = own_predictor(explainer, data.X_explain, data.y_explain, masks)
-    # The defaults are still being tuned, so every record keeps the values it ran with.
-    params = {name: value for name, value in explainer.get_params(deep=False).items()
-              if isinstance(value, (bool, int, float, str, type(None)))}
     return masks, {
-        "params": params,
+        "params": recorded_params(explainer),
         "fit_s": fit_s,
         "explain_ms_per_row": 1000 * explain_s / len(data.X_explain),
         "explain_timing": "best of 3",
@@ -43,6 +40,13 @@ def run_amortized(method, spec, data, profile, device):
         "n_timing": len(data.X_timing),
         **own,
     }
+
+
+def recorded_params(explainer):
+    """The explainer's parameters that JSON holds as they are. The defaults are still being
+    tuned, so every record keeps the values it ran with."""
+    return {name: value for name, value in explainer.get_params(deep=False).items()
+            if isinstance(value, (bool, int, float, str, type(None)))}
 
 
 def median_rank_with_seed(method, spec, data, profile, device, seed):

@@ -6,13 +6,18 @@ function takes ``(data, profile, device)`` and returns ``(attributions, setup_s,
 explain_s)``: attributions of shape ``(n_explain, n_features)``, the seconds spent before
 the first row (building the explainer) and the seconds spent explaining the rows.
 
-Every peer explains one class per row, given by :func:`explained_classes`.
+Every peer explains one class per row, given by :func:`explained_classes`: the probability
+of that class for a classifier, the prediction for a regressor. shap and LIME explain each
+output of a multi-output model in turn (:func:`explained_outputs`).
 """
 
 import time
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import torch
+from sklearn.base import is_classifier
 
 from .data import EXPLAIN_SEED
 from .timing import sync
@@ -27,10 +32,67 @@ def explained_classes(model, X):
     regressions of KernelSHAP and LIME), so class 0 gets the attributions of class 1
     negated, and the top-k of ``|attribution|`` is the same for either class.
     """
-    proba = model.predict_proba(X)
+    return _explained_columns(model.predict_proba(X))
+
+
+def _explained_columns(proba):
     if proba.shape[1] == 2:
-        return np.ones(len(X), dtype=np.int64)
+        return np.ones(len(proba), dtype=np.int64)
     return proba.argmax(axis=1)
+
+
+@dataclass(frozen=True)
+class ExplainedOutput:
+    """One output of a model as a peer explains it.
+
+    ``values(rows)`` gives a matrix (class probabilities, or the prediction as one column)
+    and ``columns`` the column explained in every explained row; ``regression`` tells LIME
+    which mode to use.
+    """
+
+    values: Callable
+    columns: np.ndarray
+    regression: bool
+
+    def column(self, c):
+        """``rows -> values(rows)[:, c]``: the one output KernelExplainer explains."""
+        return lambda rows: self.values(rows)[:, c]
+
+
+def explained_outputs(model, X):
+    """What the peers explain of ``model`` in the rows ``X``: one entry per output.
+
+    A classifier's probability of the class :func:`explained_classes` gives (a multi-output
+    classifier: the same rule for each of its outputs), a regressor's prediction.
+    """
+    if is_classifier(model):
+        proba = model.predict_proba(X)
+        if not isinstance(proba, list):
+            return [ExplainedOutput(model.predict_proba, _explained_columns(proba), False)]
+        # One probability matrix per output (MultiOutputClassifier, forests).
+        return [ExplainedOutput(lambda rows, i=i: model.predict_proba(rows)[i],
+                                _explained_columns(np.asarray(block)), False)
+                for i, block in enumerate(proba)]
+    n_outputs = _predictions(model, X[:1]).shape[1]
+    return [ExplainedOutput(lambda rows, j=j: _predictions(model, rows)[:, [j]],
+                            np.zeros(len(X), dtype=np.int64), True)
+            for j in range(n_outputs)]
+
+
+def _predictions(model, rows):
+    """A regressor's predictions as a matrix, one column per output."""
+    return np.asarray(model.predict(rows)).reshape(len(rows), -1)
+
+
+def combine_outputs(per_output):
+    """The attributions of one output as they are; for several outputs, each output's
+    ``|attribution|`` as a share of its row's total, summed, so that every output weighs
+    the same in the top-k whatever its units."""
+    if len(per_output) == 1:
+        return per_output[0]
+    shares = [np.abs(a) / np.maximum(np.abs(a).sum(axis=1, keepdims=True), 1e-12)
+              for a in per_output]
+    return np.sum(shares, axis=0)
 
 
 def topk_of_abs(attributions, k):
@@ -53,51 +115,65 @@ def run_peer(method, spec, data, profile, device):
 
 
 def shap_kernel(data, profile, device):
-    """shap's KernelExplainer on the probability of the explained class, k-means background."""
+    """shap's KernelExplainer on the explained output (:func:`explained_outputs`), k-means
+    background."""
     import shap
 
     X = data.X_explain
-    classes = explained_classes(data.model, X)
+    outputs = explained_outputs(data.model, X)
     start = time.perf_counter()
     background = shap.kmeans(data.X_train, 10)
     # KernelExplainer explains one output for all the rows it is given: one per class.
-    explainers = {
-        c: shap.KernelExplainer(lambda rows, c=c: data.model.predict_proba(rows)[:, c], background)
-        for c in np.unique(classes)
-    }
+    explainers = [
+        {c: shap.KernelExplainer(output.column(c), background) for c in np.unique(output.columns)}
+        for output in outputs
+    ]
     setup_s = time.perf_counter() - start
     np.random.seed(EXPLAIN_SEED)  # KernelExplainer samples coalitions from numpy's generator
-    attributions = np.zeros(X.shape)
+    per_output = []
     start = time.perf_counter()
-    for c, explainer in explainers.items():
-        rows = classes == c
-        values = explainer.shap_values(X[rows], nsamples=profile.shap_nsamples, silent=True)
-        attributions[rows] = np.asarray(values).reshape(X[rows].shape)
+    for output, by_column in zip(outputs, explainers):
+        attributions = np.zeros(X.shape)
+        for c, explainer in by_column.items():
+            rows = output.columns == c
+            values = explainer.shap_values(X[rows], nsamples=profile.shap_nsamples, silent=True)
+            attributions[rows] = np.asarray(values).reshape(X[rows].shape)
+        per_output.append(attributions)
     explain_s = time.perf_counter() - start
-    return attributions, setup_s, explain_s
+    return combine_outputs(per_output), setup_s, explain_s
 
 
 def lime_tabular(data, profile, device):
-    """LIME's tabular explainer on the probability of the explained class."""
+    """LIME's tabular explainer on the explained output (:func:`explained_outputs`)."""
     from lime.lime_tabular import LimeTabularExplainer
 
     X = data.X_explain
-    classes = explained_classes(data.model, X)
+    outputs = explained_outputs(data.model, X)
     start = time.perf_counter()
-    explainer = LimeTabularExplainer(data.X_train, mode="classification",
-                                     random_state=EXPLAIN_SEED)
+    explainers = [
+        LimeTabularExplainer(data.X_train, random_state=EXPLAIN_SEED,
+                             mode="regression" if output.regression else "classification")
+        for output in outputs
+    ]
     setup_s = time.perf_counter() - start
-    attributions = np.zeros(X.shape)
+    per_output = []
     start = time.perf_counter()
-    for i, (row, c) in enumerate(zip(X, classes.tolist())):
-        explanation = explainer.explain_instance(
-            row, data.model.predict_proba, num_features=X.shape[1], labels=(c,),
-            num_samples=profile.lime_num_samples,
-        )
-        for j, weight in explanation.as_map()[c]:
-            attributions[i, j] = weight
+    for output, explainer in zip(outputs, explainers):
+        attributions = np.zeros(X.shape)
+        # LIME's regression mode takes one prediction a row, its classification mode every
+        # class's probability.
+        predict = output.column(0) if output.regression else output.values
+        for i, (row, c) in enumerate(zip(X, output.columns.tolist())):
+            explanation = explainer.explain_instance(
+                row, predict, num_features=X.shape[1], labels=(c,),
+                num_samples=profile.lime_num_samples,
+            )
+            # A regression explanation is under key 1 (key 0 holds it negated).
+            for j, weight in explanation.as_map()[1 if output.regression else c]:
+                attributions[i, j] = weight
+        per_output.append(attributions)
     explain_s = time.perf_counter() - start
-    return attributions, setup_s, explain_s
+    return combine_outputs(per_output), setup_s, explain_s
 
 
 def saliency(data, profile, device):

@@ -74,6 +74,8 @@ def _jsonable(value):
     if isinstance(value, (float, np.floating)):
         value = float(value)
         return value if math.isfinite(value) else None
+    if hasattr(value, "get_params"):  # an estimator among a profile's parameters
+        return repr(value)
     return value
 
 

@@ -106,8 +106,8 @@ def run_one(spec, method, data, data_error, profile, device, seeds=1):
     """The record of ``method`` (a registry entry) on ``spec``, with its error if it failed."""
     record = new_record(spec, method, profile)
     if data_error is not None:
-        record.update(error=f"data set: {_describe(data_error)}",
-                      traceback=_short_traceback(data_error))
+        record.update(error=f"data set: {describe(data_error)}",
+                      traceback=short_traceback(data_error))
         return record
     record.update(n_features=data.X_explain.shape[1], black_box_acc=data.black_box_acc,
                   black_box_fit_s=data.black_box_fit_s, evalx_fit_s=data.evaluator_fit_s,
@@ -122,14 +122,16 @@ def run_one(spec, method, data, data_error, profile, device, seeds=1):
                 for seed in range(1, seeds)
             ]
     except Exception as exc:  # noqa: BLE001 - one failed method must not end the run
-        record.update(error=_describe(exc), traceback=_short_traceback(exc))
+        record.update(error=describe(exc), traceback=short_traceback(exc))
     return record
 
 
-def _describe(exc):
+def describe(exc):
+    """One line naming a failure: its type and message."""
     return f"{type(exc).__name__}: {exc}"
 
 
-def _short_traceback(exc, lines=8):
+def short_traceback(exc, lines=8):
+    """The last ``lines`` lines of the traceback of ``exc``, for a record."""
     text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     return "\n".join(text.rstrip().splitlines()[-lines:])
