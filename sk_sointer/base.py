@@ -461,12 +461,15 @@ class BaseExplainer(
         self : object
             The fitted explainer.
         """
+        previous = getattr(self, "net_", None)
         try:
             self._fit(X, y, black_box)
         except (ValueError, RuntimeError) as exc:
             # A NaN in the weights surfaces wherever it is first checked (a relaxation's
-            # argument constraints, a loss): name the cause rather than the place.
-            if _diverged(getattr(self, "net_", None)):
+            # argument constraints, a loss): name the cause rather than the place. Only a
+            # net this fit built counts: a refit refused before training keeps the last.
+            net = getattr(self, "net_", None)
+            if net is not previous and _diverged(net):
                 raise ValueError(_DIVERGED.format(name=type(self).__name__, lr=self.lr)) from exc
             raise
         if _diverged(self.net_):

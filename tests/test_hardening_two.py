@@ -301,7 +301,8 @@ def test_dask_transform_refuses_text_columns_before_computing(rows):
     X, single, _ = rows
     explainer = L2XExplainer(k=1, **FAST).fit(X[:, :3], single.predict(X))
     frame = pd.DataFrame(X[:, :3], columns=["a", "b", "c"]).astype({"c": str})
-    with pytest.raises(ValueError, match=r"numbers only; its columns \{'c': '(object|str|string)'\}"):
+    columns = r"numbers only; its columns \{'c': '(object|str|string)'\}"
+    with pytest.raises(ValueError, match=columns):
         dask_transform(explainer, dd.from_pandas(frame, npartitions=2))
 
 
@@ -317,3 +318,15 @@ def test_selected_words_refuses_ids_outside_the_vocabulary():
         wrong[0, 1] = bad
         with pytest.raises(ValueError, match=f"ids holds {bad}, which is not a token id"):
             sequencer.selected_words(wrong, np.ones_like(wrong))
+
+
+def test_a_refit_refused_before_training_is_not_called_divergence(rows):
+    X, single, _ = rows
+    explainer = L2XExplainer(k=2, lr=1e12, max_epochs=5, batch_size=32, refine=None,
+                             random_state=0)
+    with pytest.raises(ValueError, match="training diverged"):
+        explainer.fit(X, single.predict(X))
+    bad = X.copy()
+    bad[0, 0] = np.nan
+    with pytest.raises(ValueError, match="Input X contains NaN"):
+        explainer.fit(bad, single.predict(X))
