@@ -32,9 +32,9 @@ from .._networks import MLP
 from .._utils import in_chunks, resolve_device
 from .._search import ModelRefinement
 from ..base import BaseExplainer
-from ..distributions import SubsetConcrete, gumbel_topk, plackett_luce_log_prob, topk_mask
+from ..distributions import SubsetConcrete, topk_mask
 from ._energy import EnergyNet
-from ._net import SelectorJudgeNet
+from ._net import SelectorJudgeNet, score_function_loss
 
 
 class SOInterNet(SelectorJudgeNet):
@@ -125,20 +125,20 @@ class SOInterNet(SelectorJudgeNet):
         less the mean hinge of the row's other draws, times the draw's log-probability.
         Returns that loss, the hinges of every draw, the first draw's masks and the model's
         outputs on them."""
-        n_rows, n_samples = len(X), self.n_samples
-        logits = self.module_(X).repeat_interleave(n_samples, dim=0) / self.tau
-        order = gumbel_topk(logits, self.k)
-        hard = torch.zeros_like(logits).scatter(1, order, 1.0)
-        with torch.no_grad():
-            hinge, masked_proba = self.hinge_of(
+        n_samples = self.n_samples
+        queried = {}
+
+        def hinges(hard):
+            hinge, queried["proba"] = self.hinge_of(
                 X.repeat_interleave(n_samples, dim=0),
                 codes.repeat_interleave(n_samples, dim=0), hard, hard,
             )
-            hinge = hinge.view(n_rows, n_samples)
-            others = (hinge.sum(dim=1, keepdim=True) - hinge) / max(n_samples - 1, 1)
-        log_prob = plackett_luce_log_prob(logits, order).view(n_rows, n_samples)
-        loss = ((hinge - others) * log_prob).mean()
+            return hinge
+
+        loss, hinge, hard = score_function_loss(self.module_(X) / self.tau, self.k, n_samples,
+                                                hinges)
         first = slice(None, None, n_samples)
+        masked_proba = queried["proba"]
         return loss, hinge, hard[first], None if masked_proba is None else masked_proba[first]
 
     def hinge_of(self, X, codes, masks, hard):
