@@ -20,8 +20,8 @@ functions here ask the model that question directly:
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from ._outputs import output_agreement
 from ._utils import in_chunks
+from .black_box import model_agreement
 
 # A log-probability below this carries no more information on whether the answer is kept;
 # the floor keeps one confidently wrong row from dominating a batch's rewards.
@@ -188,7 +188,8 @@ class ModelRefinement(BaseEstimator):
 
     def epochs_for(self, n_rows):
         """Epochs over ``n_rows`` training rows that the query budget allows."""
-        per_epoch = n_rows * self.n_samples + min(n_rows, self.n_eval_rows)
+        # the draws, and the evaluation: the model on the judged rows, full and masked
+        per_epoch = n_rows * self.n_samples + 2 * min(n_rows, self.n_eval_rows)
         return int(np.clip(self.max_queries // max(per_epoch, 1), 1, self.max_epochs))
 
 
@@ -197,8 +198,9 @@ class ModelJudge:
 
     Parameters
     ----------
-    predict : callable
-        The model's outputs on raw rows (``BlackBox.predict``).
+    black_box : BlackBox
+        The model: its outputs (probabilities) drive the rewards, and its answers (a
+        classifier's own ``predict``) the fidelity, as in ``score``.
     masker : Masker
         The fitted masker (fills left-out features with the baseline; expands groups).
     spec : OutputSpec
@@ -211,8 +213,8 @@ class ModelJudge:
         See :func:`~sk_sointer._search.keep_reward`.
     """
 
-    def __init__(self, predict, masker, spec, X, full, *, log_weight):
-        self.predict = predict
+    def __init__(self, black_box, masker, spec, X, full, *, log_weight):
+        self.black_box = black_box
         self.masker = masker
         self.spec = spec
         self.X = X
@@ -220,20 +222,21 @@ class ModelJudge:
         self.log_weight = log_weight
         self.n_queries = 0
 
-    def _outputs(self, index, group_masks):
-        rows = self.masker.mask_raw(self.X[index], self.masker.expand(group_masks))
-        self.n_queries += len(rows)
-        return in_chunks(self.predict, rows)
+    def _masked_rows(self, index, group_masks):
+        return self.masker.mask_raw(self.X[index], self.masker.expand(group_masks))
 
     def costs(self, index, group_masks):
         """Minus the model's reward for rows ``index`` masked by 0/1 ``group_masks``."""
-        reward = keep_reward(self.full[index], self._outputs(index, group_masks), self.spec,
+        rows = self._masked_rows(index, group_masks)
+        self.n_queries += len(rows)
+        reward = keep_reward(self.full[index], in_chunks(self.black_box.predict, rows), self.spec,
                              log_weight=self.log_weight)
         return -reward.astype(np.float32)
 
     def fidelity(self, index, group_masks):
         """What ``score`` measures, on rows ``index`` masked by ``group_masks`` (on the
         target output alone, when the explainer explains one)."""
-        scores = output_agreement(self.full[index], self._outputs(index, group_masks), self.spec,
-                                  multioutput="raw_values")
+        rows = self._masked_rows(index, group_masks)
+        self.n_queries += 2 * len(rows)  # the answers on the full rows too
+        scores = model_agreement(self.black_box, self.X[index], rows, multioutput="raw_values")
         return float(scores.mean() if self.spec.target is None else scores[self.spec.target])

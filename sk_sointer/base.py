@@ -394,7 +394,7 @@ class BaseExplainer(
         self.refinement_fidelity_ = None
         if refine is None or problem.black_box is None or self.k_ is None:
             return
-        judge = ModelJudge(problem.black_box.predict, problem.masker, problem.output_spec, X,
+        judge = ModelJudge(problem.black_box, problem.masker, problem.output_spec, X,
                            outputs, log_weight=refine.log_weight)
         net = self.net_.refine(net_input, judge, refine, k=self.k_)
         keep_best = dict(net.callbacks_)["keep_best"]

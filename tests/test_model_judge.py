@@ -145,8 +145,9 @@ def test_refinement_keeps_the_selector_the_model_judges_best(switch_data):
     # Judged on every training row, the kept selector's fidelity there is the best seen.
     assert expl.score(X) == pytest.approx(history.max())
     assert history.max() > history[0]
-    # The budget holds: the epochs' draws and evaluations, plus the first evaluation.
-    assert expl.n_model_queries_ <= refine.max_queries + len(X)
+    # The budget holds: the epochs' draws and evaluations, plus the first evaluation (the
+    # model's answers on the judged rows, full and masked).
+    assert expl.n_model_queries_ <= refine.max_queries + 2 * len(X)
 
 
 def test_without_refinement_the_model_and_its_outputs_train_the_same_explainer(switch_data):
