@@ -66,14 +66,15 @@ tokens : bool, default=False
     to equal scores (the first k tokens of every row).""",
     "refine": """\
 refine : "model", ModelRefinement or None, default="model"
-    After the method's own training, refine the selector against the black box itself:
-    sampled k-subsets are judged by the model's own answer on the masked training rows (what
-    :meth:`score` measures), and the selector the model judges best is kept, the method's
-    own included. ``"model"`` refines with :class:`~sk_sointer.ModelRefinement`'s
-    defaults; pass an instance for other settings (``ModelRefinement(max_queries=...)``).
-    Only when ``fit`` gets the model (not only its outputs) and ``k`` is set. ``None`` trains with the paper's objective alone. On real tables the
-    paper's surrogate judges, which see the model's outputs on full rows only, tend to
-    learn one global subset; see the README's real-tables benchmark.""",
+    After the method's own training, refine the selector against the black box itself: it
+    imitates a per-row greedy search on training rows, then sampled k-subsets are judged by
+    the model's own answer on the masked training rows (what :meth:`score` measures), and
+    the selector the model judges best is kept, the method's own included. ``"model"``
+    refines with :class:`~sk_sointer.ModelRefinement`'s defaults; pass an instance for
+    other settings (``ModelRefinement(max_queries=...)``). Only when ``fit`` gets the model
+    (not only its outputs) and ``k`` is set. ``None`` trains with the paper's objective
+    alone. On real tables the paper's surrogate judges, which see the model's outputs on
+    full rows only, tend to learn one global subset; see the README's real-tables benchmark.""",
     "optimizer": """\
 optimizer : {"adam", "adamw", "rmsprop", "sgd"} or torch optimizer class, default="adam"
     Optimizer class, by name or as a ``torch.optim.Optimizer`` subclass.""",

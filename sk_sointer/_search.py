@@ -32,12 +32,15 @@ def keep_reward(full, masked, spec, *, log_weight=0.1):
     """Per-row reward of masked rows: how well the model keeps its answer, higher is better.
 
     For a discrete output (categorical, Bernoulli), ``1`` when the masked row gets the full
-    row's answer, plus ``log_weight`` times the log-probability the model gives that answer
-    on the masked row (floored at ``log(1e-4)``): the indicator is what ``score`` counts, the
-    log-probability ranks masks that all keep (or all lose) the answer. For a real output,
-    minus the squared change of the prediction in units of the output's spread (the row's
-    share of ``1 - R²``). Summed over the outputs, or the target output alone when the spec
-    selects one.
+    row's answer, plus ``log_weight`` times the log-likelihood of the full row's output
+    distribution under the masked row's, ``sum_c p_full(c) log p_masked(c)`` (masked
+    probabilities floored at ``1e-4``): the indicator is what ``score`` counts, the
+    log-likelihood ranks masks that all keep (or all lose) the answer, highest where the
+    masked row reproduces the full row's probabilities. A mask that makes the model surer
+    of its answer than the full row does (left-out features whose baseline argues for the
+    answer) is not paid for that. For a real output, minus the squared change of the
+    prediction in units of the output's spread (the row's share of ``1 - R²``). Summed over
+    the outputs, or the target output alone when the spec selects one.
 
     Parameters
     ----------
@@ -62,19 +65,19 @@ def keep_reward(full, masked, spec, *, log_weight=0.1):
             reward -= ((masked[:, start] - full[:, start]) / scale) ** 2
             continue
         if kind == "categorical":
-            answer = full[:, start:stop].argmax(axis=1)
-            kept_proba = np.take_along_axis(masked[:, start:stop], answer[:, None], 1)[:, 0]
-            kept = masked[:, start:stop].argmax(axis=1) == answer
+            full_proba, masked_proba = full[:, start:stop], masked[:, start:stop]
+            kept = masked_proba.argmax(axis=1) == full_proba.argmax(axis=1)
         else:
-            side = full[:, start] > 0.5
-            kept_proba = np.where(side, masked[:, start], 1.0 - masked[:, start])
-            kept = (masked[:, start] > 0.5) == side
-        log_proba = np.log(np.clip(kept_proba, np.exp(_LOG_FLOOR), None))
-        reward += kept + log_weight * log_proba
+            full_proba = np.column_stack([1.0 - full[:, start], full[:, start]])
+            masked_proba = np.column_stack([1.0 - masked[:, start], masked[:, start]])
+            kept = (masked[:, start] > 0.5) == (full[:, start] > 0.5)
+        log_proba = np.log(np.clip(masked_proba, np.exp(_LOG_FLOOR), None))
+        reward += kept + log_weight * np.sum(full_proba * log_proba, axis=1)
     return reward
 
 
-def greedy_subsets(predict, X, masker, spec, k, *, full=None, max_rows_per_query=2**15):
+def greedy_subsets(predict, X, masker, spec, k, *, full=None, log_weight=0.1,
+                   max_rows_per_query=2**15):
     """Per row, k feature groups chosen greedily by the model's own answer on masked rows.
 
     Starting from no group, each of ``k`` rounds adds to every row the group whose addition
@@ -95,6 +98,8 @@ def greedy_subsets(predict, X, masker, spec, k, *, full=None, max_rows_per_query
         Groups per row, at most the number of groups.
     full : ndarray of shape (n_rows, n_columns), default=None
         The model's outputs on ``X``, when already known.
+    log_weight : float, default=0.1
+        See :func:`keep_reward`.
     max_rows_per_query : int, default=2**15
         Masked rows sent to ``predict`` at once.
 
@@ -116,18 +121,20 @@ def greedy_subsets(predict, X, masker, spec, k, *, full=None, max_rows_per_query
     for _ in range(k):
         for start in range(0, n_rows, rows_per_chunk):
             block = slice(start, start + rows_per_chunk)
-            _add_best_group(predict, X[block], full[block], chosen[block], masker, spec)
+            _add_best_group(predict, X[block], full[block], chosen[block], masker, spec,
+                            log_weight)
     return chosen
 
 
-def _add_best_group(predict, X, full, chosen, masker, spec):
+def _add_best_group(predict, X, full, chosen, masker, spec, log_weight):
     """Add to every row of ``chosen`` (in place) the group that best keeps the answer."""
     n_rows, n_groups = chosen.shape
     # Every row with every group switched on in turn: (n_rows * n_groups) candidates.
     candidates = np.repeat(chosen, n_groups, axis=0)
     candidates[np.arange(len(candidates)), np.tile(np.arange(n_groups), n_rows)] = 1.0
     masked = predict(masker.mask_raw(np.repeat(X, n_groups, axis=0), masker.expand(candidates)))
-    reward = keep_reward(np.repeat(full, n_groups, axis=0), masked, spec).reshape(n_rows, n_groups)
+    reward = keep_reward(np.repeat(full, n_groups, axis=0), masked, spec,
+                         log_weight=log_weight).reshape(n_rows, n_groups)
     reward[chosen > 0] = -np.inf
     chosen[np.arange(n_rows), reward.argmax(axis=1)] = 1.0
 
@@ -139,14 +146,21 @@ class ModelRefinement(BaseEstimator):
     surrogate judge that has seen the model's outputs on full rows only), the selector is
     trained further on the question that :meth:`~sk_sointer.L2XExplainer.score` asks: does
     the model keep its answer on the row with only the selected features (the others at the
-    baseline)? Every step draws ``n_samples`` exact k-subsets per training row from the
-    selector, asks the model about each masked row, and follows the score-function gradient
-    of the model's reward (:func:`~sk_sointer._search.keep_reward`: the answer kept, plus
-    ``log_weight`` times the log-probability of the answer; minus the squared change of a
-    regression output). After every epoch the top-k masks of up to ``n_eval_rows`` training
-    rows are scored by the model, and the selector that keeps the model's answer best, the
-    method's own included, is the one kept: refinement never makes the explanations of
-    the training rows less faithful than the method's own.
+    baseline)?
+
+    First, the per-row greedy search (:func:`greedy_subsets`) is run on as many training
+    rows as ``imitate_share`` of the query budget pays for (about ``k * n_groups`` queries a
+    row); its subsets are targets the selector is taught to imitate, with a weight that
+    falls from 1 to 0 over the first half of the epochs (a greedy search is myopic where a
+    feature matters only together with another one). Every step draws ``n_samples`` exact
+    k-subsets per training row from the selector, asks the model about each masked row,
+    and follows the score-function gradient of the model's reward
+    (:func:`~sk_sointer._search.keep_reward`: the answer kept, plus ``log_weight`` times the
+    log-likelihood of the full row's output distribution on the masked row; minus the
+    squared change of a regression output). After every epoch the top-k masks of up to
+    ``n_eval_rows`` training rows are scored by the model, and the selector that keeps the
+    model's answer best, the method's own included, is the one kept: refinement never
+    makes the explanations of the training rows less faithful than the method's own.
 
     Parameters
     ----------
@@ -160,7 +174,7 @@ class ModelRefinement(BaseEstimator):
         k-subsets drawn per row and step.
     batch_size : int, default=128
         Training rows per step (the model answers ``batch_size * n_samples`` rows a step).
-    lr : float, default=1e-3
+    lr : float, default=3e-3
         Learning rate of the refinement's optimizer (the explainer's optimizer class).
     log_weight : float, default=0.1
         Weight of the log-probability of the model's answer in the reward.
@@ -169,6 +183,10 @@ class ModelRefinement(BaseEstimator):
         selector.
     n_iter_no_change : int, default=20
         Stop after this many epochs without a better selector.
+    imitate_share : float, default=0.5
+        Share of ``max_queries`` spent on the greedy search whose subsets the selector
+        imitates; the rest pays for the epochs. ``0`` trains by the score-function
+        gradient alone.
 
     See Also
     --------
@@ -176,7 +194,8 @@ class ModelRefinement(BaseEstimator):
     """
 
     def __init__(self, *, max_queries=1_000_000, max_epochs=100, n_samples=8, batch_size=128,
-                 lr=1e-3, log_weight=0.1, n_eval_rows=2000, n_iter_no_change=20):
+                 lr=3e-3, log_weight=0.1, n_eval_rows=2000, n_iter_no_change=20,
+                 imitate_share=0.5):
         self.max_queries = max_queries
         self.max_epochs = max_epochs
         self.n_samples = n_samples
@@ -185,12 +204,19 @@ class ModelRefinement(BaseEstimator):
         self.log_weight = log_weight
         self.n_eval_rows = n_eval_rows
         self.n_iter_no_change = n_iter_no_change
+        self.imitate_share = imitate_share
+
+    def n_imitated(self, n_rows, k, n_groups):
+        """Training rows whose greedy subsets the budget's ``imitate_share`` pays for."""
+        per_row = k * n_groups - k * (k - 1) // 2
+        return int(min(n_rows, self.max_queries * self.imitate_share // max(per_row, 1)))
 
     def epochs_for(self, n_rows):
         """Epochs over ``n_rows`` training rows that the query budget allows."""
         # the draws, and the evaluation: the model on the judged rows, full and masked
         per_epoch = n_rows * self.n_samples + 2 * min(n_rows, self.n_eval_rows)
-        return int(np.clip(self.max_queries // max(per_epoch, 1), 1, self.max_epochs))
+        budget = self.max_queries * (1.0 - self.imitate_share)
+        return int(np.clip(budget // max(per_epoch, 1), 1, self.max_epochs))
 
 
 class ModelJudge:
@@ -232,6 +258,16 @@ class ModelJudge:
         reward = keep_reward(self.full[index], in_chunks(self.black_box.predict, rows), self.spec,
                              log_weight=self.log_weight)
         return -reward.astype(np.float32)
+
+    def greedy(self, index, k):
+        """The per-row greedy k-subsets (:func:`greedy_subsets`) of rows ``index``."""
+
+        def predict(rows):
+            self.n_queries += len(rows)
+            return self.black_box.predict(rows)
+
+        return greedy_subsets(predict, self.X[index], self.masker, self.spec, k,
+                              full=self.full[index], log_weight=self.log_weight)
 
     def fidelity(self, index, group_masks):
         """What ``score`` measures, on rows ``index`` masked by ``group_masks`` (on the

@@ -32,14 +32,28 @@ def switch_data():
 # keep_reward -----------------------------------------------------------------------------
 
 
-def test_keep_reward_counts_the_kept_answer_and_its_log_probability():
+def _cross_entropy(p, q):
+    return float(np.sum(np.asarray(p) * np.log(q)))
+
+
+def test_keep_reward_counts_the_kept_answer_and_the_full_rows_log_likelihood():
     spec = spec_of(("categorical",), (3,))
     full = np.array([[0.7, 0.2, 0.1], [0.1, 0.8, 0.1]])
     masked = np.array([[0.5, 0.4, 0.1], [0.6, 0.3, 0.1]])
     reward = keep_reward(full, masked, spec, log_weight=0.1)
-    np.testing.assert_allclose(reward, [1 + 0.1 * np.log(0.5), 0 + 0.1 * np.log(0.3)])
+    np.testing.assert_allclose(reward, [1 + 0.1 * _cross_entropy(full[0], masked[0]),
+                                        0 + 0.1 * _cross_entropy(full[1], masked[1])])
     # A probability of zero is floored, not -inf.
     assert np.isfinite(keep_reward(full, np.array([[0, 1, 0], [1, 0, 0]]), spec)).all()
+
+
+def test_keep_reward_does_not_pay_for_exaggerating_the_answer():
+    # A mask that makes the model surer of its answer than on the full row (a baseline that
+    # itself argues for the answer) is not worth more than one that reproduces the row.
+    spec = spec_of(("bernoulli",), (1,))
+    full = np.array([[0.3]])
+    reproduced, exaggerated = keep_reward(full, full, spec), keep_reward(full, [[0.01]], spec)
+    assert reproduced > exaggerated
 
 
 def test_keep_reward_of_bernoulli_and_real_outputs_and_of_a_target():
@@ -47,7 +61,8 @@ def test_keep_reward_of_bernoulli_and_real_outputs_and_of_a_target():
     full = np.array([[0.9, 1.0], [0.2, 3.0]])
     masked = np.array([[0.4, 1.0], [0.3, 1.0]])
     # Real column: minus the squared change in units of its spread (2.0 here).
-    expected = np.array([0 + 0.1 * np.log(0.4), 1 + 0.1 * np.log(0.7)]) - [0.0, 1.0]
+    expected = np.array([0 + 0.1 * _cross_entropy([0.1, 0.9], [0.6, 0.4]),
+                         1 + 0.1 * _cross_entropy([0.8, 0.2], [0.7, 0.3])]) - [0.0, 1.0]
     np.testing.assert_allclose(keep_reward(full, masked, spec), expected)
     np.testing.assert_allclose(keep_reward(full, masked, spec.select(1)), [0.0, -1.0])
 
@@ -60,7 +75,7 @@ def test_greedy_subsets_pick_the_features_that_carry_each_rows_answer():
     X = rng.randn(200, 5).astype(np.float32)
     weights = np.array([3.0, -2.0, 0.0, 0.5, 0.0])
 
-    def model(rows):  # additive: the largest |w_j x_j| of a row carry its answer
+    def model(rows):  # additive in the logit
         p = 1 / (1 + np.exp(-(np.asarray(rows, dtype=np.float64) @ weights)))
         return np.column_stack([1 - p, p])
 
@@ -68,12 +83,18 @@ def test_greedy_subsets_pick_the_features_that_carry_each_rows_answer():
     spec = spec_of(("categorical",), (2,))
     masks = greedy_subsets(model, X, masker, spec, 1)
     np.testing.assert_array_equal(masks.sum(axis=1), 1)
-    # With one feature, the best is the one whose term pushes hardest towards the answer.
-    answer = np.sign(X @ weights)
-    push = np.where(answer[:, None] > 0, X * weights, -X * weights)
-    np.testing.assert_array_equal(masks.argmax(axis=1), push.argmax(axis=1))
+    # With one feature the search is exhaustive: the pick is the best reward of a row.
+    rewards = np.column_stack([
+        keep_reward(model(X), model(X * (np.arange(5) == j)), spec) for j in range(5)
+    ])
+    np.testing.assert_array_equal(masks.argmax(axis=1), rewards.argmax(axis=1))
+    # Where one term carries the logit, it is the pick.
+    terms = np.abs(X * weights)
+    dominant = terms.max(axis=1) > 4 * (terms.sum(axis=1) - terms.max(axis=1))
+    assert dominant.sum() >= 20
+    np.testing.assert_array_equal(masks[dominant].argmax(axis=1), terms[dominant].argmax(axis=1))
     two = greedy_subsets(model, X, masker, spec, 2, max_rows_per_query=64)
-    assert np.all(two[np.arange(len(X)), push.argmax(axis=1)] == 1)  # greedy keeps its pick
+    assert np.all(two[np.arange(len(X)), masks.argmax(axis=1)] == 1)  # greedy keeps its pick
     np.testing.assert_array_equal(two.sum(axis=1), 2)
     with pytest.raises(ValueError, match="k should be in"):
         greedy_subsets(model, X, masker, spec, 6)
@@ -106,7 +127,9 @@ def test_score_function_loss_is_an_unbiased_gradient_of_the_expected_cost():
 # the refinement --------------------------------------------------------------------------
 
 
-REFINE = ModelRefinement(max_queries=200_000, max_epochs=40, batch_size=64)
+# The score-function gradient alone (no greedy targets: on the switch, a greedy search is
+# myopic, as x2 matters only with x0).
+REFINE = ModelRefinement(max_queries=200_000, max_epochs=40, batch_size=64, imitate_share=0.0)
 
 
 def _k_explainers():
@@ -134,6 +157,32 @@ def test_refinement_learns_which_feature_the_model_reads_in_each_row(explainer, 
     # Where x2 > 0 the answer needs x0 and x2 (x2 at 0 would send the model to x1).
     assert np.mean(masks[upper][:, [0, 2]].sum(axis=1) == 2) >= 0.85
     assert np.mean(masks[~upper][:, 1] == 1) >= 0.85
+
+
+def _additive_model(rows):
+    p = 1 / (1 + np.exp(-(np.asarray(rows, dtype=np.float64) @ [3.0, -2.0, 0.0, 1.0, 0.0])))
+    return np.column_stack([1 - p, p]).astype(np.float32)
+
+
+def test_greedy_targets_spend_their_share_of_the_budget_and_teach_the_selector():
+    rng = np.random.RandomState(0)
+    X, X_test = rng.randn(400, 5).astype(np.float32), rng.randn(300, 5).astype(np.float32)
+    masker = Masker("zero").fit(X)
+    spec = spec_of(("categorical",), (2,))
+    refine = ModelRefinement(max_queries=8_000, batch_size=64, imitate_share=0.5)
+    assert refine.n_imitated(400, 1, 5) == 400  # 4,000 queries: 5 a row for k = 1
+    assert refine.n_imitated(1_000, 2, 5) == 4_000 // 9  # 5 + 4 a row
+    assert refine.epochs_for(400) == 1  # the other 4,000: one epoch of 8 draws a row
+    expl = sk_sointer.L2XExplainer(k=1, max_epochs=1, batch_size=64, baseline="zero",
+                                   refine=clone(refine).set_params(max_queries=200_000),
+                                   random_state=0)
+    expl.fit(X, black_box=sk_sointer.as_black_box(_additive_model))
+    assert expl.n_model_queries_ >= 400 * 5
+    # After one epoch of the method's own training, the selector keeps the model's answer
+    # about as often as the greedy (here exhaustive) pick of each row it has not seen.
+    best = greedy_subsets(_additive_model, X_test, masker, spec, 1)
+    greedy = sk_sointer.metrics.posthoc_accuracy(_additive_model, X_test, best, baseline=0.0)
+    assert expl.score(X_test) >= greedy - 0.03
 
 
 def test_refinement_keeps_the_selector_the_model_judges_best(switch_data):

@@ -207,11 +207,18 @@ class SelectorJudgeNet(NeuralNet):
         n_rows = len(net_input)
         # The rows judged after every epoch: drawn once (torch's generator, seeded by fit).
         eval_index = np.sort(torch.randperm(n_rows)[: refinement.n_eval_rows].numpy())
+        imitate = None
+        n_imitated = refinement.n_imitated(n_rows, k, model_judge.masker.n_groups_)
+        if n_imitated:
+            imitated = np.sort(torch.randperm(n_rows)[:n_imitated].numpy())
+            imitate = np.zeros((n_rows, model_judge.masker.n_groups_), dtype=np.float32)
+            imitate[imitated] = model_judge.greedy(imitated, k)
         net = ModelJudgedNet(
             self.module_,
             k=k,
             model_judge=model_judge,
             n_samples=refinement.n_samples,
+            imitate=imitate,
             masker=self.masker,
             output_spec=self.output_spec,
             input_shape=self.input_shape,
@@ -366,15 +373,25 @@ class ModelJudgedNet(SelectorJudgeNet):
     probabilities) increase with them, so their top-k is the explainer's mask.
     """
 
-    def __init__(self, module, *, k, model_judge, n_samples=8, **kwargs):
+    def __init__(self, module, *, k, model_judge, n_samples=8, imitate=None, **kwargs):
         self.k = k
         self.model_judge = model_judge
         self.n_samples = n_samples
+        self.imitate = imitate
         super().__init__(module, **kwargs)
 
     def initialize_module(self):
         self.module_ = self.module
         return self
+
+    def _imitation_weight(self):
+        """Weight of the greedy targets in this epoch's loss: from 1 down to 0 at half the
+        epochs, so that the score-function gradient alone has the last word (a greedy
+        search is myopic where a feature matters only with another one)."""
+        if self.imitate is None:
+            return 0.0
+        epoch = len(self.history) - 1
+        return max(0.0, 1.0 - 2.0 * epoch / max(self.max_epochs, 1))
 
     def initialize_optimizer(self, *args, **kwargs):
         self.optimizer_ = self.module_optimizer("optimizer", self.module_)
@@ -385,10 +402,18 @@ class ModelJudgedNet(SelectorJudgeNet):
         self.module_.train()
         index = index.long().view(-1).cpu().numpy()
         rows = np.repeat(index, self.n_samples)
+        logits = self.module_(X)
         loss, costs, _ = score_function_loss(
-            self.module_(X), self.k, self.n_samples,
+            logits, self.k, self.n_samples,
             lambda hard: self.model_judge.costs(rows, hard.cpu().numpy()),
         )
+        weight = self._imitation_weight()
+        if weight > 0:
+            targets = torch.as_tensor(self.imitate[index], device=logits.device)
+            has = targets.sum(dim=1) > 0
+            if has.any():
+                log_p = torch.log_softmax(logits[has], dim=1)
+                loss = loss - weight * (targets[has] * log_p).sum(dim=1).mean() / self.k
         self.step(self.optimizer_, loss, self.module_)
         return {"loss": costs.mean(), "y_pred": None}
 
