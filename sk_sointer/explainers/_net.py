@@ -370,7 +370,9 @@ class ModelJudgedNet(SelectorJudgeNet):
     It is fed what the selector sees and, as targets, the rows' indices into the
     :class:`ModelJudge`'s rows. The selector's outputs are the groups' log-weights: every
     method's scores (L2X's logits, REAL-X's probabilities, HardKuma's open-gate
-    probabilities) increase with them, so their top-k is the explainer's mask.
+    probabilities) increase with them, so their top-k is the explainer's mask. ``imitate``
+    (n_rows, n_groups), when given, holds per-row target subsets (0/1; all-zero rows have
+    none) that the selector is also taught, see :meth:`_imitation_weight`.
     """
 
     def __init__(self, module, *, k, model_judge, n_samples=8, imitate=None, **kwargs):
