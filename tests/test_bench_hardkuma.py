@@ -30,7 +30,8 @@ def test_fast_profile_records_rates_and_matched_tpr(fast_run):
     assert matched["target_rate"] == pytest.approx(0.4)
     for key in ("l2x_tpr", "tpr", "tpr_top_k", "achieved_rate"):
         assert 0.0 <= matched[key] <= 1.0
-    assert matched["tpr"] > 0.9
+    # The refinement (on by default) trades some ground truth for fidelity to the model.
+    assert matched["tpr"] > 0.8
 
 
 def test_fast_profile_renders_both_tables(fast_run):
