@@ -207,7 +207,8 @@ def wine_svc():
 @pytest.mark.filterwarnings("ignore:The `probability` parameter:FutureWarning")
 def test_score_and_posthoc_accuracy_judge_by_the_models_own_predict(wine_svc):
     X, model = wine_svc
-    explainer = L2XExplainer(k=4, max_epochs=5, batch_size=32, random_state=0, device="cpu")
+    explainer = L2XExplainer(k=4, max_epochs=5, batch_size=32, random_state=0, device="cpu",
+                             refine=None)  # masks that lose some answers: something to judge
     explainer.fit(X, black_box=as_black_box(model))
     masks = explainer.transform(X)
     masked = explainer.masker_.mask_raw(X, masks)
