@@ -408,19 +408,12 @@ def _check_networks(explainer, user, n_features):
                 raise _InputError(f"invalid parameter value ({names}): {exc}") from None
 
 
-def _random_masks(counts, n_features, seed):
-    """Uniformly random 0/1 masks with ``counts[i]`` ones in row ``i``."""
-    rng = np.random.default_rng(seed)
-    order = np.argsort(rng.random((len(counts), n_features)), axis=1)
-    return (order < np.asarray(counts)[:, None]).astype(np.float32)
-
-
 def _random_mask_fidelity(black_box, X, counts, baseline, seed):
     """Fidelity of random masks keeping as many features per row as the explanations (a
     fixed k, or a thresholded selection's varying numbers): the level to beat."""
-    from .metrics import posthoc_accuracy
+    from .metrics import posthoc_accuracy, random_masks
 
-    masks = _random_masks(counts, X.shape[1], seed)
+    masks = random_masks(len(counts), X.shape[1], counts, random_state=seed)
     return posthoc_accuracy(black_box, X, masks, baseline=baseline)
 
 

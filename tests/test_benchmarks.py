@@ -520,9 +520,9 @@ def test_exact_match_and_summary_over_seeds():
     assert summary["exact_match_std"] == pytest.approx(np.std([0.75, 0.25], ddof=1))
     assert structured.summarize([{"tpr": 0.5}])["tpr_std"] is None
     # Random masks: k features a row, seeded.
-    random = structured.random_masks(task, 0)
+    random = structured.random_selection(task, 0)
     assert (random.sum(axis=1) == 4).all()
-    np.testing.assert_array_equal(random, structured.random_masks(task, 0))
+    np.testing.assert_array_equal(random, structured.random_selection(task, 0))
 
 
 def test_the_sointer_entry_is_skipped_without_the_class(monkeypatch):
@@ -687,13 +687,6 @@ def test_tables_fidelity_is_what_score_measures(column_two_model):
     third[:, 2] = 1
     assert tables.fidelity(explainer, X, third) == 1.0
     assert tables.global_order(explainer, X, 2)[0] == 2
-
-
-def test_tables_random_masks_keep_the_sizes_asked_for():
-    sizes = np.array([0, 1, 3, 5])
-    masks = tables.random_masks(sizes, 5, np.random.default_rng(0))
-    np.testing.assert_array_equal(masks.sum(axis=1), sizes)
-    assert set(np.unique(masks)) <= {0.0, 1.0}
 
 
 def test_tables_peers_explain_regressors_and_every_output_of_a_multi_output_model():

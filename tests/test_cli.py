@@ -14,6 +14,7 @@ import sk_sointer
 import sk_sointer.__main__ as cli
 from sk_sointer.__main__ import main
 from sk_sointer.distributions import topk_mask
+from sk_sointer import metrics
 from sk_sointer.metrics import posthoc_accuracy
 
 N_ROWS, N_FEATURES = 120, 5
@@ -467,23 +468,13 @@ def test_realx_without_k_thresholds_the_scores(capsys, tmp_path, model_path, csv
     assert fidelity == pytest.approx(posthoc_accuracy(model, X, masks, baseline=baseline),
                                      abs=6e-4)
     # The reference keeps as many random features in each row as the explanation does.
-    random_masks = cli._random_masks(counts, N_FEATURES, 0)
+    random_masks = metrics.random_masks(len(counts), N_FEATURES, counts, random_state=0)
     np.testing.assert_array_equal(random_masks.sum(axis=1), counts)
     assert chance == pytest.approx(posthoc_accuracy(model, X, random_masks, baseline=baseline),
                                    abs=6e-4)
     if len(np.unique(counts)) > 1:
         assert f"({counts.mean():.1f} of 5 features per row on average)" in printed
         assert "random masks with as many features per row" in printed
-
-
-def test_random_masks_keep_the_given_number_of_features():
-    counts = np.array([0, 1, 3, 5, 2])
-    masks = cli._random_masks(counts, 5, seed=0)
-    np.testing.assert_array_equal(masks.sum(axis=1), counts)
-    np.testing.assert_array_equal(masks, cli._random_masks(counts, 5, seed=0))
-    many = cli._random_masks(np.full(4000, 2), 5, seed=1)
-    # Uniform over features: each is kept in 2/5 of the rows.
-    np.testing.assert_allclose(many.mean(axis=0), 0.4, atol=0.03)
 
 
 # -- explain: --param and epochs -------------------------------------------------------------
@@ -627,7 +618,7 @@ def test_fit_rows_are_drawn_at_random(capsys, tmp_path, model_path, csv_path, da
     fitted = sk_sointer.load(str(saved)).masker_.mean_
     np.testing.assert_allclose(fitted, X_fit.mean(axis=0), rtol=1e-6)
     assert not np.allclose(fitted, X[:60].mean(axis=0), rtol=1e-3)
-    reference = posthoc_accuracy(model, X_fit, cli._random_masks(np.full(60, 2), 5, 3),
+    reference = posthoc_accuracy(model, X_fit, metrics.random_masks(60, 5, 2, random_state=3),
                                  baseline=baseline)
     assert chance == pytest.approx(reference, abs=6e-4)
 

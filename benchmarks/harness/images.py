@@ -31,7 +31,7 @@ import torch
 from sk_sointer import EvalXEvaluator, HardKumaExplainer, L2XExplainer, RealXExplainer
 from sk_sointer._masking import patch_groups
 from sk_sointer.datasets import load_digits_3_vs_8, load_mnist_3_vs_8
-from sk_sointer.metrics import posthoc_accuracy
+from sk_sointer.metrics import posthoc_accuracy, random_masks
 
 from .peers import topk_of_abs
 from .timing import best_time, sync
@@ -247,11 +247,11 @@ def run_peer(name, data, profile, device):
         "explain_timing": "single run"}
 
 
-def random_masks(data, profile):
+def random_patches(data, profile):
     """``k`` patches drawn at random for every explained image."""
-    scores = np.random.default_rng(EXPLAIN_SEED).random((len(data.X_explain),
-                                                         data.groups.max() + 1))
-    return topk_of_abs(scores, profile.k)[:, data.groups].reshape(data.X_explain.shape)
+    n_rows, n_pixels = len(data.X_explain), data.groups.size
+    return random_masks(n_rows, n_pixels, profile.k, groups=data.groups.ravel(),
+                        random_state=EXPLAIN_SEED).reshape(data.X_explain.shape)
 
 
 # Metrics and the run
@@ -308,7 +308,7 @@ def run_benchmark(profile, *, methods=None, device="cpu", on_record=None, log=pr
             if name in PACKAGES:
                 importlib.import_module(PACKAGES[name])
             if name == RANDOM:
-                masks, timing = random_masks(data, profile), {}
+                masks, timing = random_patches(data, profile), {}
             elif name in OURS:
                 record.update(_over_seeds(name, data, profile, device, evaluator))
                 masks, timing = None, {}

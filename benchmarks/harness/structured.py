@@ -264,10 +264,10 @@ def mask_quality(task, masks):
     return out
 
 
-def random_masks(task, seed):
+def random_selection(task, seed):
     """k features drawn uniformly at random in every explained row."""
-    scores = np.random.RandomState(seed).random_sample(task.X_explain.shape)
-    return topk_of_abs(scores, task.k)
+    n_rows, n_features = task.X_explain.shape
+    return metrics.random_masks(n_rows, n_features, task.k, random_state=seed)
 
 
 def _fit_ours(method, task, seed, profile, device):
@@ -296,7 +296,7 @@ def run_method(name, task, profile, device, seeds):
     seed; the metrics and timings of the run."""
     per_seed, timing = [], {}
     if name == RANDOM:
-        per_seed = [mask_quality(task, random_masks(task, seed)) for seed in seeds]
+        per_seed = [mask_quality(task, random_selection(task, seed)) for seed in seeds]
         return per_seed, timing
     method = METHODS[name]
     if not method.amortized:

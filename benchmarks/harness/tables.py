@@ -68,6 +68,7 @@ from sk_sointer import ModelRefinement, as_black_box
 from sk_sointer._outputs import output_agreement
 from sk_sointer._search import greedy_subsets
 from sk_sointer._utils import resolve_device
+from sk_sointer.metrics import random_masks
 
 from .data import EXPLAIN_SEED, TRAIN_SEED, fit_evaluator
 from .ours import build_explainer, recorded_params
@@ -359,17 +360,12 @@ def eval_x_metric(pair):
     return "eR2" if pair.task == "regression" else "eACC"
 
 
-def random_masks(sizes, n_features, rng):
-    """Per row, ``sizes[i]`` features drawn uniformly without replacement."""
-    ranks = rng.random((len(sizes), n_features)).argsort(axis=1).argsort(axis=1)
-    return (ranks < np.asarray(sizes)[:, None]).astype(np.float32)
-
-
 def random_reference(judge, pair, sizes, profile):
     """Fidelity and EVAL-X of random masks with ``sizes`` features a row, mean over
     ``profile.n_random`` draws."""
-    rng = np.random.default_rng(EXPLAIN_SEED)
-    draws = [random_masks(sizes, pair.n_features, rng) for _ in range(profile.n_random)]
+    rng = np.random.RandomState(EXPLAIN_SEED)
+    draws = [random_masks(len(sizes), pair.n_features, sizes, random_state=rng)
+             for _ in range(profile.n_random)]
     judged = [eval_x(pair, masks) for masks in draws]
     return {
         "fidelity": float(np.mean([fidelity(judge, pair.X_explain, masks) for masks in draws])),

@@ -31,6 +31,7 @@ from .._docstrings import fill_doc
 from .._networks import MLP
 from .._utils import in_chunks, resolve_device
 from .._search import ModelRefinement
+from .._topk import random_masks
 from ..base import BaseExplainer
 from ..distributions import SubsetConcrete, topk_mask
 from ._energy import EnergyNet
@@ -573,7 +574,10 @@ class SOInterExplainer(BaseExplainer):
         rows = [masker.mask(full, torch.ones_like(full), append_mask=self.append_mask).numpy()]
         proba = [spec.state_probabilities(targets)]
         for _ in range(self.energy_masks):
-            masks = masker.expand(_random_subsets(len(X), masker.n_groups_, self.k_))
+            # Seeded from torch's generator, which fit seeds.
+            draws = random_masks(len(X), masker.n_groups_, self.k_,
+                                 random_state=int(torch.randint(2**31 - 1, ())))
+            masks = masker.expand(draws)
             rows.append(
                 masker.mask(full, torch.as_tensor(masks), append_mask=self.append_mask).numpy()
             )
@@ -727,9 +731,3 @@ class SOInterExplainer(BaseExplainer):
         full = spec.labels(in_chunks(model, X))[:, spec.target]
         masked = spec.labels(in_chunks(model, self.masker_.mask_raw(X, masks)))[:, spec.target]
         return float(np.mean(full == masked))
-
-
-def _random_subsets(n_rows, n_groups, k):
-    """0/1 masks over groups with ``k`` drawn uniformly without replacement per row."""
-    order = torch.rand(n_rows, n_groups).argsort(dim=1)[:, :k]
-    return torch.zeros(n_rows, n_groups).scatter_(1, order, 1.0).numpy()

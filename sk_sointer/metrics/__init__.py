@@ -2,6 +2,7 @@
 
 - fidelity to the black box: :func:`posthoc_accuracy` (MEED's FS-M and FU-M),
   :func:`approximator_accuracy` (FS-A and FU-A);
+- the level to beat: :func:`random_masks` of the explanations' sizes;
 - stability and sanity: :func:`max_sensitivity`, :func:`mask_similarity`,
   :func:`randomized_model`;
 - the EVAL-X evaluator, a judge trained on random masks: :class:`EvalXEvaluator`,
@@ -23,6 +24,7 @@ from ._ground_truth import (
     median_rank,
     true_positive_rate,
 )
+from .._topk import random_masks
 from ._sanity import mask_similarity, max_sensitivity, randomized_model
 from ._scorers import fdr_scorer, median_rank_scorer, tpr_scorer
 
@@ -38,6 +40,7 @@ __all__ = [
     "median_rank",
     "median_rank_scorer",
     "posthoc_accuracy",
+    "random_masks",
     "randomized_model",
     "tpr_scorer",
     "true_positive_rate",
