@@ -9,10 +9,10 @@ HERE = Path(__file__).resolve().parent
 
 
 def read_version():
-    text = (HERE / "sk_sointer" / "__init__.py").read_text(encoding="utf-8")
+    text = (HERE / "sk_sointer" / "_version.py").read_text(encoding="utf-8")
     match = re.search(r"""^__version__\s*=\s*["']([^"']+)["']""", text, re.MULTILINE)
     if match is None:
-        raise RuntimeError("__version__ not found in sk_sointer/__init__.py")
+        raise RuntimeError("__version__ not found in sk_sointer/_version.py")
     return match.group(1)
 
 

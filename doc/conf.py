@@ -19,7 +19,7 @@ project = "sk_sointer"
 author = "the sk_sointer developers"
 copyright = "2026, the sk_sointer developers"
 release = re.search(r'^__version__ = "([^"]+)"',
-                    (ROOT / "sk_sointer" / "__init__.py").read_text(), re.MULTILINE).group(1)
+                    (ROOT / "sk_sointer" / "_version.py").read_text(), re.MULTILINE).group(1)
 version = release
 
 extensions = [

@@ -12,9 +12,8 @@ from .explainers import (
     RealXExplainer,
     SOInterExplainer,
 )
+from ._version import __version__
 from .metrics import EvalXEvaluator
-
-__version__ = "0.1.0"
 
 __all__ = [
     "BlackBox",

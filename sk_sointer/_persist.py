@@ -49,6 +49,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._masking import Masker
 from ._networks import CNN, MLP, CNNSelector, TokenCNN, TokenCNNSelector
 from ._outputs import OutputSpec
+from ._version import __version__
 from ._search import ModelRefinement
 from ._utils import resolve_device, seeded
 from .base import _OPTIMIZERS, Problem, _SkorchEstimatorMixin
@@ -182,7 +183,7 @@ def save(estimator, path):
     net = estimator.net_
     doc = {
         "format_version": FORMAT_VERSION,
-        "sk_sointer_version": _package_version(),
+        "sk_sointer_version": __version__,
         "class": cls.__name__,
         "params": {
             name: _encode(value, f"parameter {name!r}")
@@ -346,12 +347,6 @@ def _class_named(name):
     return known[name]
 
 
-def _package_version():
-    from . import __version__
-
-    return __version__
-
-
 def _read_document(path):
     """The file's JSON document and its tensors' header: ``{name: (shape, dtype)}``, read
     without reading the tensors' data."""
@@ -389,7 +384,7 @@ def _read_document(path):
         raise ValueError(
             f"{path} was written in format version {version} (by sk_sointer "
             f"{doc.get('sk_sointer_version')}), newer than the format version "
-            f"{FORMAT_VERSION} that sk_sointer {_package_version()} reads; upgrade sk_sointer "
+            f"{FORMAT_VERSION} that sk_sointer {__version__} reads; upgrade sk_sointer "
             "to load it."
         )
     return doc, header
