@@ -18,6 +18,7 @@ so that losses and learning rates do not depend on the units of the target.
 
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -28,6 +29,14 @@ from sklearn.utils.multiclass import type_of_target
 from torch import nn
 
 KINDS = ("categorical", "bernoulli", "real")
+
+
+class ColumnKinds(NamedTuple):
+    """:attr:`OutputSpec.column_kinds`: the columns of each kind of output."""
+
+    bernoulli: torch.Tensor
+    real: torch.Tensor
+    categorical: list
 
 
 @dataclass(frozen=True)
@@ -86,12 +95,16 @@ class OutputSpec:
         return "regression" if all(real) else "mixed"
 
     @cached_property
-    def _columns(self):
-        """Column indices of the Bernoulli and the real outputs, and the categorical blocks."""
+    def column_kinds(self):
+        """Where each kind of output lies in the output matrix, for losses over all outputs.
+
+        A :class:`ColumnKinds`: ``bernoulli`` and ``real``, the column indices of those
+        outputs (long tensors), and ``categorical``, the ``(start, stop)`` block of every
+        categorical output."""
         columns = {kind: [] for kind in KINDS}
         for kind, (start, stop) in zip(self.kinds, self.blocks):
             columns[kind].append((start, stop) if kind == "categorical" else start)
-        return (
+        return ColumnKinds(
             torch.as_tensor(columns["bernoulli"], dtype=torch.long),
             torch.as_tensor(columns["real"], dtype=torch.long),
             columns["categorical"],
@@ -155,7 +168,7 @@ class OutputSpec:
         targets = np.asarray(targets, dtype=np.float64)
         center = np.zeros(self.n_columns)
         scale = np.ones(self.n_columns)
-        real = self._columns[1].numpy()
+        real = self.column_kinds.real.numpy()
         if real.size:
             center[real] = targets[:, real].mean(axis=0)
             spread = targets[:, real].std(axis=0)
@@ -329,7 +342,7 @@ def output_loss(predicted, target, spec, reduction="mean"):
     cross-entropy of a Bernoulli output, and the squared error of a real output (on
     standardised values).
     """
-    bernoulli, real, categorical = spec._columns
+    bernoulli, real, categorical = spec.column_kinds
     per_row = predicted.new_zeros(predicted.shape[0])
     for start, stop in categorical:
         per_row = per_row - (target[:, start:stop] * F.log_softmax(predicted[:, start:stop], 1)).sum(1)
@@ -347,7 +360,7 @@ def output_loss(predicted, target, spec, reduction="mean"):
 def output_values(predicted, spec):
     """A network's raw outputs in the black box's scale: probabilities, or values in the
     target's own units."""
-    bernoulli, real, categorical = spec._columns
+    bernoulli, real, categorical = spec.column_kinds
     values = predicted.clone()
     for start, stop in categorical:
         values[:, start:stop] = torch.softmax(predicted[:, start:stop], dim=1)

@@ -189,10 +189,10 @@ def infidelity_loss(predicted, targets, spec):
     output, ``(1 - y) / (c - 1)`` for ``c`` classes and ``1 - p`` for a label; minus the
     squared error for a real output (no flipped target exists)."""
     flipped = targets.clone()
-    real = spec._columns[1]
-    for start, stop in spec._columns[2]:
+    real = spec.column_kinds.real
+    for start, stop in spec.column_kinds.categorical:
         flipped[:, start:stop] = (1 - targets[:, start:stop]) / max(stop - start - 1, 1)
-    bernoulli = spec._columns[0].to(targets.device)
+    bernoulli = spec.column_kinds.bernoulli.to(targets.device)
     if bernoulli.numel():
         flipped[:, bernoulli] = 1 - targets[:, bernoulli]
     loss = output_loss(predicted, flipped, spec, reduction="none")
@@ -206,7 +206,7 @@ def infidelity_loss(predicted, targets, spec):
 def explained_outputs(values, spec):
     """Per row, the sum over outputs of what the gradient prior explains: the probability
     of the predicted class, of the predicted side of a label, or a real output's value."""
-    bernoulli, real, categorical = spec._columns
+    bernoulli, real, categorical = spec.column_kinds
     total = values.new_zeros(len(values))
     for start, stop in categorical:
         total = total + values[:, start:stop].amax(dim=1)
