@@ -1,6 +1,8 @@
-"""k-subset masks: random ones, the level an explanation must beat."""
+"""k-subset masks: the top k of scores (every explanation), and random ones (the level an
+explanation must beat)."""
 
 import numpy as np
+import torch
 from sklearn.utils import check_random_state
 
 
@@ -54,3 +56,99 @@ def random_masks(n_rows, n_features, k, *, groups=None, random_state=None):
     ranks = scores.argsort(axis=1).argsort(axis=1)
     kept = ranks < sizes[:, None]
     return kept[:, unit_of].astype(np.float32)
+
+
+def topk_mask(scores, k, *, out=None, overwrite_scores=False):
+    """k-hot mask of the ``k`` largest scores along the last axis; ties go to lower indices.
+
+    ``scores`` is a tensor (the mask is a tensor of its dtype, on its device) or an ndarray
+    (the mask is float32, or written into ``out``, a float array of the scores' shape, and
+    returned). The fast path keeps every score at least as large as the k-th largest; rows
+    where a tie at that boundary would keep more than k fall back to a stable sort, which
+    makes the tie-break deterministic (``torch.topk`` does not promise which of two equal
+    scores it returns). On an ndarray NumPy's partition finds the k-th largest score, faster
+    than a sort (and on the CPU than ``torch.topk``): this runs on every explained row. On
+    wide rows with a small ``k``, ``k`` rounds of argmax are faster still; they knock each
+    winner out of a copy of the scores, or of the scores themselves with
+    ``overwrite_scores=True`` (an ndarray the caller no longer needs).
+    """
+    if isinstance(scores, np.ndarray):
+        if out is None:
+            out = np.empty(scores.shape, dtype=np.float32)
+        return _topk_mask_numpy(scores, k, out, overwrite_scores)
+    if out is not None:
+        raise TypeError("out is only supported for ndarray scores.")
+    kth = torch.topk(scores, k, dim=-1).values[..., -1:]
+    mask = scores >= kth
+    tied = mask.sum(-1) != k
+    if bool(tied.any()):
+        order = torch.sort(scores[tied], dim=-1, descending=True, stable=True).indices[..., :k]
+        mask[tied] = torch.zeros_like(mask[tied]).scatter_(-1, order, True)
+    return mask.to(scores.dtype)
+
+
+def _topk_mask_numpy(scores, k, out, overwrite=False):
+    n_features = scores.shape[-1]
+    if _rounds_of_argmax_pay(n_features, k) and _topk_by_argmax(scores, k, out, overwrite):
+        return out
+    kth = np.partition(scores, n_features - k, axis=-1)[..., n_features - k, None]
+    mask = scores >= kth
+    # Every row keeps at least k, so one count over the whole array finds whether any row
+    # kept more; the per-row count (slower than the partition itself) runs only then.
+    if np.count_nonzero(mask) != k * (mask.size // max(n_features, 1)):
+        tied = np.flatnonzero(np.count_nonzero(mask, axis=-1) != k)
+        order = np.argsort(-scores[tied], axis=-1, kind="stable")[:, :k]
+        mask[tied] = False
+        mask[tied[:, None], order] = True
+    # Counting a boolean mask and copying it into ``out`` is faster than comparing into a
+    # float ``out`` and counting that.
+    np.copyto(out, mask)
+    return out
+
+
+def _rounds_of_argmax_pay(n_features, k):
+    """Whether ``k`` rounds of a row-wise argmax beat one partition of each row.
+
+    Measured on one CPU thread (NumPy 2): a partition costs about 50 ns a row plus 2.5 ns a
+    score, a round of argmax (with its two scatters) about 60 ns a row plus 0.1 ns a score.
+    So the rounds win on wide rows with a small k (k <= 4 of 100 scores, k <= 16 of 1,000)
+    and never on rows of ten.
+    """
+    return k * (60 + 0.1 * n_features) < 50 + 2.5 * n_features
+
+
+def _topk_by_argmax(scores, k, out, overwrite_scores=False):
+    """Top-k into ``out`` by ``k`` rounds of argmax, each knocking its winner out of the
+    scores (a scratch copy unless ``overwrite_scores``); whether that worked.
+
+    ``argmax`` returns the first of equal maxima, so ties go to the lower index as in the
+    partition path. A row with fewer than ``k`` scores above -inf would pick a knocked-out
+    score again: then this gives up (``out`` half written, the scores restored) and the
+    caller falls back.
+    """
+    n_features = scores.shape[-1]
+    if not np.issubdtype(scores.dtype, np.floating):
+        scores, overwrite_scores = scores.astype(np.float64), True
+    if overwrite_scores and scores.flags.c_contiguous and scores.flags.writeable:
+        rest = scores.reshape(-1, n_features)
+    else:
+        rest = np.array(scores, order="C").reshape(-1, n_features)
+    mask = out if out.flags.c_contiguous else np.empty(out.shape, dtype=out.dtype)
+    flat_mask, flat_rest = mask.reshape(-1), rest.reshape(-1)
+    flat_mask[...] = 0
+    row_starts = np.arange(0, rest.size, n_features)
+    knocked = []
+    for _ in range(k):
+        winners = rest.argmax(axis=-1)
+        winners += row_starts
+        values = flat_rest[winners]
+        if np.isneginf(values).any():
+            for winners, values in reversed(knocked):  # the scores as they were
+                flat_rest[winners] = values
+            return False
+        knocked.append((winners, values))
+        flat_mask[winners] = 1
+        flat_rest[winners] = -np.inf
+    if mask is not out:
+        np.copyto(out, mask)
+    return True

@@ -50,7 +50,7 @@ from ._outputs import OutputSpec, check_outputs, output_agreement
 from ._search import ModelJudge, ModelRefinement
 from ._utils import in_chunks, inference_chunk, resolve_device, seeded
 from .black_box import BlackBox, as_black_box, model_agreement
-from .distributions import topk_mask
+from ._topk import topk_mask
 
 # With tokens=True, the largest id fit accepts: at least this, or this many times the
 # number of distinct ids in X (see _check_tokens).

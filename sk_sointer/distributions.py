@@ -14,6 +14,8 @@ import torch.nn.functional as F
 from torch.distributions import Distribution, Kumaraswamy, constraints
 from torch.distributions.utils import broadcast_all
 
+from ._topk import topk_mask
+
 
 class SubsetConcrete(Distribution):
     r"""Relaxed distribution over k-subsets: the maximum of k Concrete samples.
@@ -80,13 +82,7 @@ class SubsetConcrete(Distribution):
 
     def rsample(self, sample_shape=torch.Size()):
         shape = self._extended_shape(sample_shape)
-        noise_shape = shape[:-1] + (self.k,) + shape[-1:]
-        # Noise is drawn in float32 even under reduced precision: float16's smallest normal
-        # and its log are too coarse for the Gumbel transform (L2X's code clamps at the
-        # float32 tiny, which keeps every draw finite).
-        uniform = torch.rand(noise_shape, device=self.logits.device, dtype=torch.float32)
-        uniform = uniform.clamp_min(torch.finfo(torch.float32).tiny)
-        gumbel = -torch.log(-torch.log(uniform)).to(self.logits.dtype)
+        gumbel = gumbel_noise(shape[:-1] + (self.k,) + shape[-1:], self.logits)
         temperature = self.temperature[..., None, None]
         concrete = torch.softmax((self.logits.unsqueeze(-2) + gumbel) / temperature, dim=-1)
         return concrete.amax(dim=-2)
@@ -95,102 +91,6 @@ class SubsetConcrete(Distribution):
     def mode(self):
         """The k-hot mask of the k largest logits (the explanation, L2X §3.4)."""
         return topk_mask(self.logits, self.k)
-
-
-def topk_mask(scores, k, *, out=None, overwrite_scores=False):
-    """k-hot mask of the ``k`` largest scores along the last axis; ties go to lower indices.
-
-    ``scores`` is a tensor (the mask is a tensor of its dtype, on its device) or an ndarray
-    (the mask is float32, or written into ``out``, a float array of the scores' shape, and
-    returned). The fast path keeps every score at least as large as the k-th largest; rows
-    where a tie at that boundary would keep more than k fall back to a stable sort, which
-    makes the tie-break deterministic (``torch.topk`` does not promise which of two equal
-    scores it returns). On an ndarray NumPy's partition finds the k-th largest score, faster
-    than a sort (and on the CPU than ``torch.topk``): this runs on every explained row. On
-    wide rows with a small ``k``, ``k`` rounds of argmax are faster still; they knock each
-    winner out of a copy of the scores, or of the scores themselves with
-    ``overwrite_scores=True`` (an ndarray the caller no longer needs).
-    """
-    if isinstance(scores, np.ndarray):
-        if out is None:
-            out = np.empty(scores.shape, dtype=np.float32)
-        return _topk_mask_numpy(scores, k, out, overwrite_scores)
-    if out is not None:
-        raise TypeError("out is only supported for ndarray scores.")
-    kth = torch.topk(scores, k, dim=-1).values[..., -1:]
-    mask = scores >= kth
-    tied = mask.sum(-1) != k
-    if bool(tied.any()):
-        order = torch.sort(scores[tied], dim=-1, descending=True, stable=True).indices[..., :k]
-        mask[tied] = torch.zeros_like(mask[tied]).scatter_(-1, order, True)
-    return mask.to(scores.dtype)
-
-
-def _topk_mask_numpy(scores, k, out, overwrite=False):
-    n_features = scores.shape[-1]
-    if _rounds_of_argmax_pay(n_features, k) and _topk_by_argmax(scores, k, out, overwrite):
-        return out
-    kth = np.partition(scores, n_features - k, axis=-1)[..., n_features - k, None]
-    mask = scores >= kth
-    # Every row keeps at least k, so one count over the whole array finds whether any row
-    # kept more; the per-row count (slower than the partition itself) runs only then.
-    if np.count_nonzero(mask) != k * (mask.size // max(n_features, 1)):
-        tied = np.flatnonzero(np.count_nonzero(mask, axis=-1) != k)
-        order = np.argsort(-scores[tied], axis=-1, kind="stable")[:, :k]
-        mask[tied] = False
-        mask[tied[:, None], order] = True
-    # Counting a boolean mask and copying it into ``out`` is faster than comparing into a
-    # float ``out`` and counting that.
-    np.copyto(out, mask)
-    return out
-
-
-def _rounds_of_argmax_pay(n_features, k):
-    """Whether ``k`` rounds of a row-wise argmax beat one partition of each row.
-
-    Measured on one CPU thread (NumPy 2): a partition costs about 50 ns a row plus 2.5 ns a
-    score, a round of argmax (with its two scatters) about 60 ns a row plus 0.1 ns a score.
-    So the rounds win on wide rows with a small k (k <= 4 of 100 scores, k <= 16 of 1,000)
-    and never on rows of ten.
-    """
-    return k * (60 + 0.1 * n_features) < 50 + 2.5 * n_features
-
-
-def _topk_by_argmax(scores, k, out, overwrite_scores=False):
-    """Top-k into ``out`` by ``k`` rounds of argmax, each knocking its winner out of the
-    scores (a scratch copy unless ``overwrite_scores``); whether that worked.
-
-    ``argmax`` returns the first of equal maxima, so ties go to the lower index as in the
-    partition path. A row with fewer than ``k`` scores above -inf would pick a knocked-out
-    score again: then this gives up (``out`` half written, the scores restored) and the
-    caller falls back.
-    """
-    n_features = scores.shape[-1]
-    if not np.issubdtype(scores.dtype, np.floating):
-        scores, overwrite_scores = scores.astype(np.float64), True
-    if overwrite_scores and scores.flags.c_contiguous and scores.flags.writeable:
-        rest = scores.reshape(-1, n_features)
-    else:
-        rest = np.array(scores, order="C").reshape(-1, n_features)
-    mask = out if out.flags.c_contiguous else np.empty(out.shape, dtype=out.dtype)
-    flat_mask, flat_rest = mask.reshape(-1), rest.reshape(-1)
-    flat_mask[...] = 0
-    row_starts = np.arange(0, rest.size, n_features)
-    knocked = []
-    for _ in range(k):
-        winners = rest.argmax(axis=-1)
-        winners += row_starts
-        values = flat_rest[winners]
-        if np.isneginf(values).any():
-            for winners, values in reversed(knocked):  # the scores as they were
-                flat_rest[winners] = values
-            return False
-        knocked.append((winners, values))
-        flat_mask[winners] = 1
-        flat_rest[winners] = -np.inf
-    if mask is not out:
-        np.copyto(out, mask)
-    return True
 
 
 class RebarSample(NamedTuple):
@@ -399,31 +299,90 @@ def _conditional_logistic(logits, hard, uniform):
     return logits + log_v - log_1m_v
 
 
-def gumbel_topk(logits, k):
-    """A k-subset drawn without replacement with probabilities proportional to
-    ``exp(logits)`` (Gumbel top-k), as the indices in the order drawn, ``(..., k)``."""
-    gumbel = -torch.log(-torch.log(torch.rand_like(logits).clamp(1e-20, 1.0 - 1e-7)))
-    return (logits.detach() + gumbel).topk(k, dim=-1).indices
+class GumbelTopK(Distribution):
+    r"""Ordered k-subsets drawn without replacement, each feature with probability
+    proportional to ``exp(logits)`` among those left (Plackett-Luce).
 
+    A draw is the ``k`` indices of the largest ``logits + G``, ``G ~ Gumbel(0, 1)`` (the
+    Gumbel top-k trick), in the order drawn: ``(..., k)`` long indices. Its log-probability
+    is differentiable in ``logits``,
 
-def plackett_luce_log_prob(logits, order):
-    r"""Log-probability of drawing the features ``order`` (``(..., k)`` indices), one after
-    the other without replacement, each with probability proportional to ``exp(logits)``
-    among those left:
+    .. math:: \log p(o) = \sum_{j=1}^{k} \Big(\ell_{o_j} - \log \sum_{i \notin
+              \{o_1, \dots, o_{j-1}\}} e^{\ell_i}\Big),
 
-    .. math:: \log p = \sum_{j=1}^{k} \Big(\ell_{o_j} - \log \sum_{i \notin
-              \{o_1, \dots, o_{j-1}\}} e^{\ell_i}\Big).
+    so the score-function (REINFORCE) gradient of any cost of the unordered subset is
+    unbiased with a draw's order. The mode is the k-hot mask of the largest logits.
 
-    Differentiable in ``logits``; the score-function (REINFORCE) gradient of a loss of the
-    unordered subset is unbiased with the order of a :func:`gumbel_topk` draw.
+    Parameters
+    ----------
+    logits : tensor of shape (..., n_features)
+        Log-weights of the features.
+    k : int
+        Features per subset.
     """
-    chosen = logits.gather(-1, order)
-    left = logits
-    total = torch.zeros_like(chosen[..., 0])
-    for j in range(order.shape[-1]):
-        total = total + chosen[..., j] - torch.logsumexp(left, dim=-1)
-        left = left.scatter(-1, order[..., j : j + 1], float("-inf"))
-    return total
+
+    arg_constraints = {"logits": constraints.real_vector}
+    has_rsample = False
+
+    def __init__(self, logits, k, validate_args=None):
+        self.logits = logits
+        self.k = int(k)
+        if not 1 <= self.k <= logits.shape[-1]:
+            raise ValueError(f"k should be in [1, {logits.shape[-1]}]; got {k}.")
+        super().__init__(logits.shape[:-1], torch.Size([self.k]), validate_args=validate_args)
+
+    @property
+    def support(self):
+        return constraints.integer_interval(0, self.logits.shape[-1] - 1)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(GumbelTopK, _instance)
+        batch_shape = torch.Size(batch_shape)
+        new.logits = self.logits.expand(batch_shape + self.logits.shape[-1:])
+        new.k = self.k
+        super(GumbelTopK, new).__init__(batch_shape, self.event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    def sample(self, sample_shape=torch.Size()):
+        shape = torch.Size(sample_shape) + self.logits.shape
+        with torch.no_grad():
+            perturbed = self.logits.expand(shape) + gumbel_noise(shape, self.logits)
+            return perturbed.topk(self.k, dim=-1).indices
+
+    def log_prob(self, value):
+        logits = self.logits.expand(value.shape[:-1] + self.logits.shape[-1:])
+        chosen = logits.gather(-1, value)
+        left = logits
+        total = torch.zeros_like(chosen[..., 0])
+        for j in range(self.k):
+            total = total + chosen[..., j] - torch.logsumexp(left, dim=-1)
+            left = left.scatter(-1, value[..., j : j + 1], float("-inf"))
+        return total
+
+    def as_mask(self, value):
+        """The 0/1 mask (of the logits' dtype) of the features in ``value``, a draw."""
+        shape = value.shape[:-1] + self.logits.shape[-1:]
+        return torch.zeros(shape, dtype=self.logits.dtype, device=value.device).scatter(
+            -1, value, 1.0)
+
+    @property
+    def mode(self):
+        """The k-hot mask of the k largest logits."""
+        return topk_mask(self.logits, self.k)
+
+
+def gumbel_noise(shape, like):
+    """Standard Gumbel draws of ``shape``, of ``like``'s dtype and on its device.
+
+    The one source of Gumbel noise for every relaxation. The uniform draws are float32 even
+    under reduced precision (float16's smallest normal and its log are too coarse for the
+    transform) and clamped at float32's smallest normal, which keeps every draw finite;
+    ``torch.rand`` is below 1, so the outer log is finite too.
+    """
+    uniform = torch.rand(shape, device=like.device, dtype=torch.float32)
+    uniform = uniform.clamp_min(torch.finfo(torch.float32).tiny)
+    return -torch.log(-torch.log(uniform)).to(like.dtype)
 
 
 class HardKumaraswamy(Distribution):

@@ -13,7 +13,7 @@ from sklearn.linear_model import LogisticRegression
 import sk_sointer
 import sk_sointer.__main__ as cli
 from sk_sointer.__main__ import main
-from sk_sointer.distributions import topk_mask
+from sk_sointer._topk import topk_mask
 from sk_sointer import metrics
 from sk_sointer.metrics import posthoc_accuracy
 

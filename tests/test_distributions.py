@@ -1,4 +1,4 @@
-"""The k-subset Concrete relaxation: shapes, limits, gradients, mode."""
+"""The relaxations and the Gumbel top-k distribution: shapes, limits, gradients, mode."""
 
 import numpy as np
 import pytest
@@ -6,12 +6,8 @@ import torch
 
 import itertools
 
-from sk_sointer.distributions import (
-    SubsetConcrete,
-    gumbel_topk,
-    plackett_luce_log_prob,
-    topk_mask,
-)
+from sk_sointer._topk import topk_mask
+from sk_sointer.distributions import GumbelTopK, SubsetConcrete, gumbel_noise
 
 
 def test_samples_lie_in_the_unit_interval_and_have_the_batch_shape():
@@ -79,7 +75,7 @@ def test_expand_and_argument_checks():
 def test_plackett_luce_probabilities_of_every_order_sum_to_one():
     logits = torch.tensor([[1.5, -0.5, 0.0, 2.0]], requires_grad=True)
     orders = torch.tensor(list(itertools.permutations(range(4), 2)))
-    log_prob = plackett_luce_log_prob(logits.expand(len(orders), 4), orders)
+    log_prob = GumbelTopK(logits.expand(len(orders), 4), 2).log_prob(orders)
     assert log_prob.exp().sum().item() == pytest.approx(1.0, abs=1e-6)
     # the first draw follows the softmax; the second the softmax of those left
     p = torch.softmax(logits.detach()[0], 0)
@@ -92,13 +88,38 @@ def test_plackett_luce_probabilities_of_every_order_sum_to_one():
 def test_gumbel_top_k_draws_follow_plackett_luce():
     torch.manual_seed(0)
     logits = torch.tensor([1.0, 0.0, -1.0, 0.5]).expand(40_000, 4)
-    order = gumbel_topk(logits, 2)
+    subsets = GumbelTopK(logits, 2)
+    order = subsets.sample()
     assert order.shape == (40_000, 2)
     assert (order[:, 0] != order[:, 1]).all()
     pairs = torch.tensor(list(itertools.permutations(range(4), 2)))
-    expected = plackett_luce_log_prob(logits[: len(pairs)], pairs).exp()
+    expected = GumbelTopK(logits[: len(pairs)], 2).log_prob(pairs).exp()
     observed = torch.stack([((order == pair).all(dim=1)).float().mean() for pair in pairs])
     np.testing.assert_allclose(observed.numpy(), expected.numpy(), atol=0.01)
+
+
+def test_gumbel_top_k_masks_shapes_mode_and_argument_checks():
+    torch.manual_seed(0)
+    subsets = GumbelTopK(torch.tensor([[0.0, 3.0, 1.0, 2.0]]), 2)
+    draws = subsets.sample((5,))
+    assert draws.shape == (5, 1, 2) and draws.dtype == torch.long
+    masks = subsets.as_mask(draws)
+    np.testing.assert_array_equal(masks.sum(-1), 2)
+    np.testing.assert_array_equal(masks.gather(-1, draws), 1)
+    np.testing.assert_array_equal(subsets.mode, [[0, 1, 0, 1]])
+    assert subsets.expand((3,)).sample().shape == (3, 2)
+    with pytest.raises(ValueError, match=r"k should be in \[1, 4\]; got 5"):
+        GumbelTopK(torch.zeros(4), 5)
+
+
+def test_gumbel_noise_is_finite_standard_gumbel_of_the_given_dtype():
+    torch.manual_seed(0)
+    noise = gumbel_noise((200_000,), torch.zeros((), dtype=torch.float16))
+    assert noise.dtype == torch.float16 and torch.isfinite(noise).all()
+    noise = noise.float()
+    # Gumbel(0, 1): mean Euler's gamma, variance pi^2 / 6.
+    assert noise.mean().item() == pytest.approx(0.5772, abs=0.01)
+    assert noise.var().item() == pytest.approx(np.pi**2 / 6, rel=0.02)
 
 
 # Hard Kumaraswamy gates

@@ -14,7 +14,7 @@ import sk_sointer._masking as masking
 import sk_sointer._utils as utils
 from sk_sointer import L2XExplainer, RealXExplainer
 from sk_sointer._masking import Masker, _column_mean_std
-from sk_sointer.distributions import topk_mask
+from sk_sointer._topk import topk_mask
 
 
 def _stable_topk(scores, k):

@@ -19,7 +19,8 @@ from .._docstrings import fill_doc
 from .._networks import MLP
 from .._search import ModelRefinement
 from ..base import BaseExplainer
-from ..distributions import SubsetConcrete, topk_mask
+from .._topk import topk_mask
+from ..distributions import SubsetConcrete
 from ._net import SelectorJudgeNet
 
 

@@ -40,7 +40,8 @@ from .._outputs import output_loss, output_values
 from .._utils import in_chunks
 from .._search import ModelRefinement
 from ..base import BaseExplainer
-from ..distributions import SubsetConcrete, topk_mask
+from .._topk import topk_mask
+from ..distributions import SubsetConcrete
 from ._net import SelectorJudgeNet, set_mode
 
 # Share of the prior spread evenly over the groups, so that no group is impossible to

@@ -36,7 +36,8 @@ from torch.utils.data import Subset
 from .._networks import build_network
 from .._outputs import OutputLoss, output_values
 from .._utils import in_chunks
-from ..distributions import gumbel_topk, plackett_luce_log_prob, topk_mask
+from .._topk import topk_mask
+from ..distributions import GumbelTopK
 
 
 class SelectorJudgeNet(NeuralNet):
@@ -352,14 +353,14 @@ def score_function_loss(logits, k, n_samples, cost):
     hard : tensor of shape (n_rows * n_samples, n_groups)
     """
     n_rows = len(logits)
-    logits = logits.repeat_interleave(n_samples, dim=0)
-    order = gumbel_topk(logits, k)
-    hard = torch.zeros_like(logits).scatter(1, order, 1.0)
+    subsets = GumbelTopK(logits.repeat_interleave(n_samples, dim=0), k)
+    order = subsets.sample()
+    hard = subsets.as_mask(order)
     with torch.no_grad():
         costs = torch.as_tensor(cost(hard), dtype=logits.dtype, device=logits.device)
         costs = costs.view(n_rows, n_samples)
         others = (costs.sum(dim=1, keepdim=True) - costs) / max(n_samples - 1, 1)
-    log_prob = plackett_luce_log_prob(logits, order).view(n_rows, n_samples)
+    log_prob = subsets.log_prob(order).view(n_rows, n_samples)
     return ((costs - others) * log_prob).mean(), costs, hard
 
 

@@ -33,7 +33,8 @@ from .._utils import in_chunks, resolve_device
 from .._search import ModelRefinement
 from .._topk import random_masks
 from ..base import BaseExplainer
-from ..distributions import SubsetConcrete, topk_mask
+from .._topk import topk_mask
+from ..distributions import GumbelTopK, SubsetConcrete
 from ._energy import EnergyNet
 from ._net import SelectorJudgeNet, score_function_loss
 
@@ -672,8 +673,8 @@ class SOInterExplainer(BaseExplainer):
             with torch.no_grad():
                 logits = net.module_(to_tensor(rows, device=device))
                 if sample:
-                    noise = -torch.log(-torch.log(torch.rand_like(logits).clamp_min(1e-20)))
-                    logits = logits + noise
+                    subsets = GumbelTopK(logits, self.k_)
+                    return subsets.as_mask(subsets.sample()).cpu().numpy()
                 return topk_mask(logits, self.k_).cpu().numpy()
 
         return problem.masker.expand(in_chunks(group_masks, net_input))
