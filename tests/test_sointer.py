@@ -13,6 +13,7 @@ from torch import nn
 from sk_sointer import EnergyNet, L2XExplainer, MLP, SOInterExplainer, as_black_box
 from sk_sointer.datasets import make_structured_output
 from sk_sointer.explainers._energy import Configurations
+from sk_sointer.explainers._sointer import model_states
 
 FAST = dict(max_epochs=6, batch_size=64, energy=EnergyNet(max_epochs=8), energy_masks=2,
             device="cpu", random_state=0)
@@ -314,11 +315,10 @@ def test_masked_queries_fill_left_out_features_with_draws_or_the_baseline(fill):
     expl = SOInterExplainer(k=1, fill=fill, n_draws=8, energy=EnergyNet(max_epochs=1),
                             energy_masks=0, max_epochs=1, device="cpu", random_state=0)
     expl.fit(X, black_box=as_black_box(model, output="multilabel_proba"))
-    problem = SimpleNamespace(black_box=expl.black_box_, masker=expl.masker_,
-                              output_spec=expl.output_spec_)
     with torch.random.fork_rng():
         torch.manual_seed(0)
-        proba = expl._query(problem, X, np.array([[0, 1]] * len(X)), pool=X)
+        proba = model_states(expl.black_box_, expl.masker_, expl.output_spec_, X,
+                             np.array([[0, 1]] * len(X)), fill=fill, n_draws=8, pool=X)
     # columns: [x0 <= 0, x0 > 0, x1 <= 0, x1 > 0]; x1 is kept, so label 1 is exact
     np.testing.assert_array_equal(proba[:, 3], X[:, 1] > 0)
     if fill == "draws":

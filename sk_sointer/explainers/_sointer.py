@@ -25,6 +25,7 @@ import numpy as np
 import torch
 from sklearn.base import clone
 from sklearn.utils._param_validation import Interval, StrOptions
+from skorch.callbacks import Callback, EarlyStopping
 from skorch.utils import to_tensor
 
 from .._docstrings import fill_doc
@@ -42,24 +43,31 @@ from ._net import SelectorJudgeNet, score_function_loss
 class SOInterNet(SelectorJudgeNet):
     """skorch net of the SOInter interpreter (``module_``) and its energy network.
 
-    It is fed the standardised rows; the targets hold the model's codes on the full rows
-    followed, with ``requery="epoch"``, by its codes on the rows masked by the latest
-    re-query (``(n, 2 * n_outputs)``) or, with ``requery="batch"``, by the row's index, the
-    model being queried in every step through :attr:`query`. The loss is the mean hinge
-    over a batch; ``optimizer_`` steps the interpreter only. With ``energy_refit``, every
-    step also takes one step of the energy network (its own ``energy_optimizer_``) on the
-    masked rows of the step and the model's codes on them, and on the full rows.
+    It is fed the standardised rows and, as targets, the rows' indices into ``rows``, the
+    training rows in the data's units. The model's codes on the full rows
+    (``full_codes_``) and, between epochs, on the rows masked by the latest re-query
+    (``masked_codes_``) are set by :class:`Requery`; with ``per_batch_query`` the net
+    queries ``black_box`` itself in every step instead (:meth:`query`). The loss is the
+    mean hinge over a batch; ``optimizer_`` steps the interpreter only. With
+    ``energy_refit``, every step also takes one step of the energy network (its own
+    ``energy_optimizer_``) on the masked rows of the step and the model's codes on them,
+    and on the full rows.
+
+    ``black_box`` and ``rows`` serve the fit only: :meth:`release_fit_data` drops them,
+    so that the fitted net holds neither the model nor the training rows.
     """
 
     prefixes_ = [*SelectorJudgeNet.prefixes_, "energy_optimizer"]
 
-    # Set by the explainer for the length of a fit: ``query(row_index, group_masks)`` gives
-    # the model's codes on those training rows masked so (the per-batch re-query).
-    query = None
-
     def __init__(self, module, *, energy, k, tau, target, objective="joint", margin="flips",
                  energy_refit=False, straight_through=False, gradient="relaxed", n_samples=4,
-                 **kwargs):
+                 black_box=None, rows=None, per_batch_query=False, fill="baseline",
+                 n_draws=1, **kwargs):
+        self.black_box = black_box
+        self.rows = rows
+        self.per_batch_query = per_batch_query
+        self.fill = fill
+        self.n_draws = n_draws
         self.straight_through = straight_through
         self.gradient = gradient
         self.n_samples = n_samples
@@ -77,14 +85,48 @@ class SOInterNet(SelectorJudgeNet):
         self.energy_optimizer_ = self.module_optimizer("energy_optimizer", self.energy.module_)
         return self
 
+    def release_fit_data(self):
+        """Drop the model, the training rows and their codes, once training is over."""
+        self.black_box = self.rows = None
+        self.full_codes_ = self.masked_codes_ = None
+
+    def query(self, index, group_masks):
+        """The model's per-output distributions over values on the training rows ``index``
+        with ``group_masks`` kept (:func:`model_states`)."""
+        return model_states(self.black_box, self.masker, self.output_spec, self.rows[index],
+                            self.masker.expand(group_masks), fill=self.fill,
+                            n_draws=self.n_draws, pool=self.rows)
+
+    def model_codes(self, feature_masks):
+        """The model's codes on every training row with ``feature_masks`` kept and the rest
+        at the baseline."""
+        outputs = in_chunks(self.black_box.predict, self.masker.mask_raw(self.rows, feature_masks))
+        return self.output_spec.labels(outputs)
+
+    def interpreter_masks(self, net_input, *, sample):
+        """Feature masks of the interpreter's top-k (``sample=False``) or of a Gumbel top-k
+        draw per row, for the rows the interpreter sees (``net_input``)."""
+        self.module_.eval()
+        device = next(self.module_.parameters()).device
+
+        def group_masks(rows):
+            with torch.no_grad():
+                logits = self.module_(to_tensor(rows, device=device))
+                if sample:
+                    subsets = GumbelTopK(logits, self.k)
+                    return subsets.as_mask(subsets.sample()).cpu().numpy()
+                return topk_mask(logits, self.k).cpu().numpy()
+
+        return self.masker.expand(in_chunks(group_masks, net_input))
+
     def train_step(self, batch, **fit_params):
-        X, codes = self.batch_tensors(batch)
+        X, index = self.batch_tensors(batch)
         self.module_.train()
         self.energy.module_.eval()
         if self.gradient == "score":
-            surrogate, hinge, hard, masked_proba = self.score_function_loss(X, codes)
+            surrogate, hinge, hard, masked_proba = self.score_function_loss(X, index)
         else:
-            hinge, hard, masked_proba = self.hinge(X, codes, training=True)
+            hinge, hard, masked_proba = self.hinge(X, index, training=True)
             surrogate = hinge.mean()
         self.step(self.optimizer_, surrogate, self.module_)
         loss = hinge.mean()
@@ -98,12 +140,12 @@ class SOInterNet(SelectorJudgeNet):
     def validation_step(self, batch, **fit_params):
         self.module_.eval()
         self.energy.module_.eval()
-        X, codes = self.batch_tensors(batch)
+        X, index = self.batch_tensors(batch)
         with torch.no_grad():
-            loss = self.hinge(X, codes, training=False)[0].mean()
+            loss = self.hinge(X, index, training=False)[0].mean()
         return {"loss": loss, "y_pred": None}
 
-    def hinge(self, X, codes, training):
+    def hinge(self, X, index, training):
         """Per-row hinge for standardised rows ``X`` (eq. 8 with ``objective="joint"``),
         with the hard group masks it used and the model's outputs on the masked rows (with
         the per-batch query, else None): on a relaxed draw when ``training``, else on the
@@ -117,10 +159,10 @@ class SOInterNet(SelectorJudgeNet):
             masks = hard + relaxed - relaxed.detach() if self.straight_through else relaxed
         else:
             masks = hard = topk_mask(logits, self.k)
-        hinge, masked_proba = self.hinge_of(X, codes, masks, hard)
+        hinge, masked_proba = self.hinge_of(X, index, masks, hard)
         return hinge, hard, masked_proba
 
-    def score_function_loss(self, X, codes):
+    def score_function_loss(self, X, index):
         """A loss whose gradient is the score-function (REINFORCE) estimate of the gradient
         of the mean hinge over the interpreter's k-subsets: ``n_samples`` Gumbel top-k draws
         per row from ``softmax(logits / tau)``, each draw's hinge (on its k-hot masked row)
@@ -133,7 +175,7 @@ class SOInterNet(SelectorJudgeNet):
         def hinges(hard):
             hinge, queried["proba"] = self.hinge_of(
                 X.repeat_interleave(n_samples, dim=0),
-                codes.repeat_interleave(n_samples, dim=0), hard, hard,
+                index.repeat_interleave(n_samples, dim=0), hard, hard,
             )
             return hinge
 
@@ -143,19 +185,19 @@ class SOInterNet(SelectorJudgeNet):
         masked_proba = queried["proba"]
         return loss, hinge, hard[first], None if masked_proba is None else masked_proba[first]
 
-    def hinge_of(self, X, codes, masks, hard):
-        """Per-row hinge of the rows ``X`` masked by ``masks`` (relaxed or hard; ``hard``
-        their k-hot version, on which the model is queried per batch), and the model's
-        outputs on those rows (None without the per-batch query)."""
-        n_outputs = codes.shape[1] - 1 if self.query is not None else codes.shape[1] // 2
-        full = codes[:, :n_outputs].long()
+    def hinge_of(self, X, index, masks, hard):
+        """Per-row hinge of the rows ``X`` (their indices ``index``, ``(B, 1)``) masked by
+        ``masks`` (relaxed or hard; ``hard`` their k-hot version, on which the model is
+        queried per batch), and the model's outputs on those rows (None without the
+        per-batch query)."""
+        index = index[:, 0].cpu().numpy()
+        full = torch.as_tensor(self.full_codes_[index], device=X.device)
         masked_proba = None
-        if self.query is not None:
-            index = codes[:, n_outputs].long().cpu().numpy()
+        if self.per_batch_query:
             masked_proba = torch.as_tensor(self.query(index, hard.cpu().numpy()), device=X.device)
             masked_codes = self.energy.codes_of(masked_proba)
         else:
-            masked_codes = codes[:, n_outputs:].long()
+            masked_codes = torch.as_tensor(self.masked_codes_[index], device=X.device)
         rows = self.masked(X, masks)
         t = self.target
         kept = full[:, t : t + 1]
@@ -582,7 +624,8 @@ class SOInterExplainer(BaseExplainer):
             rows.append(
                 masker.mask(full, torch.as_tensor(masks), append_mask=self.append_mask).numpy()
             )
-            proba.append(self._query(problem, X, masks, pool=X))
+            proba.append(model_states(problem.black_box, masker, spec, X, masks,
+                                      fill=self.fill, n_draws=self.n_draws, pool=X))
         energy = clone(self._energy_template())
         energy.set_params(
             states=spec.n_states, device=resolve_device(self.device), verbose=max(self.verbose - 1, 0)
@@ -603,104 +646,40 @@ class SOInterExplainer(BaseExplainer):
             append_mask=self.append_mask,
             gradient=self.gradient,
             n_samples=self.n_samples,
+            per_batch_query=self.requery == "batch",
+            fill=self.fill,
+            n_draws=self.n_draws,
             **problem.net_params(),
             **net_params,
         )
 
     def _train(self, problem, X, net_input, targets):
-        """Algorithm 1: epochs of the interpreter on the hinge, the model re-queried on its
-        masks (per batch, or between epochs); the interpreter with the fewest top-k target
-        flips on the training rows is kept (with ``fill="draws"``, flips under the draws:
+        """Algorithm 1 in one skorch fit: epochs of the interpreter on the hinge, the model
+        re-queried on its masks (per batch, or between epochs by :class:`Requery`); the
+        interpreter with the fewest top-k target flips on the training rows is kept
+        (``EarlyStopping(load_best=True)``; with ``fill="draws"``, flips under the draws:
         at the baseline a feature can look useless in a row where it is not)."""
         net = self.net_
-        target = problem.target
-        full = problem.output_spec.labels(targets)
+        net.callbacks = [
+            *(net.callbacks or []),
+            ("requery", Requery(net_input, problem.output_spec.labels(targets),
+                                mode=self.requery)),
+            ("keep_best", EarlyStopping(monitor="kept_flip_rate", patience=self.n_iter_no_change,
+                                        threshold=0.0, threshold_mode="abs",
+                                        load_best=True, sink=_silent)),
+        ]
+        net.set_params(black_box=problem.black_box, rows=X)
         net.initialize()
-        per_batch = self.requery == "batch"
-        if per_batch:
-            codes = np.hstack([full, np.arange(len(X))[:, None]]).astype(np.float64)
-            net.query = lambda index, masks: self._query(
-                problem, X[index], problem.masker.expand(masks), pool=X
-            )
-        else:
-            masks = self._interpreter_masks(problem, net_input, sample=self.requery == "sample")
-            masked = self._requery(problem, X, masks)
-        # the target's columns in the per-output distributions of _query
-        offset = int(np.sum(problem.output_spec.n_states[:target]))
-        best_rate, best_state, stale = np.inf, None, 0
         try:
-            for _ in range(self.max_epochs):
-                if not per_batch:
-                    codes = np.hstack([full, masked]).astype(np.float32)
-                net.partial_fit(net_input, codes, epochs=1)
-                topk_masks = self._interpreter_masks(problem, net_input, sample=False)
-                topk = self._requery(problem, X, topk_masks)
-                topk_rate = float(np.mean(topk[:, target] != full[:, target]))
-                rate = topk_rate
-                if self.fill == "draws":
-                    proba = self._query(problem, X, topk_masks, pool=X)
-                    kept = proba[np.arange(len(X)), offset + full[:, target]]
-                    rate = float(1.0 - kept.mean())
-                    net.history.record("draws_flip_rate", rate)
-                if not per_batch:
-                    masked = topk
-                    if self.requery == "sample":
-                        masks = self._interpreter_masks(problem, net_input, sample=True)
-                        masked = self._requery(problem, X, masks)
-                    net.history.record("flip_rate", float(np.mean(masked[:, target] != full[:, target])))
-                net.history.record("topk_flip_rate", topk_rate)
-                if rate < best_rate:
-                    best_rate, best_topk_rate, stale = rate, topk_rate, 0
-                    best_state = copy.deepcopy(net.module_.state_dict())
-                else:
-                    stale += 1
-                    if stale >= self.n_iter_no_change:
-                        break
+            net.partial_fit(net_input, np.arange(len(X), dtype=np.int64)[:, None])
         finally:
-            net.query = None
-        net.module_.load_state_dict(best_state)
-        self.flip_rate_ = best_topk_rate
+            # The fitted net keeps neither the model nor the training rows.
+            net.release_fit_data()
+            dict(net.callbacks_)["requery"].release()
+        keep_best = dict(net.callbacks_)["keep_best"]
+        keep_best.best_model_weights_ = None  # loaded already; a copy need not be pickled
+        self.flip_rate_ = net.history[keep_best.best_epoch_ - 1, "topk_flip_rate"]
         self.n_iter_ = len(net.history)
-
-    def _interpreter_masks(self, problem, net_input, *, sample):
-        """Feature masks of the interpreter's top-k (``sample=False``) or of a Gumbel top-k
-        draw per row."""
-        net = self.net_
-        net.module_.eval()
-        device = next(net.module_.parameters()).device
-
-        def group_masks(rows):
-            with torch.no_grad():
-                logits = net.module_(to_tensor(rows, device=device))
-                if sample:
-                    subsets = GumbelTopK(logits, self.k_)
-                    return subsets.as_mask(subsets.sample()).cpu().numpy()
-                return topk_mask(logits, self.k_).cpu().numpy()
-
-        return problem.masker.expand(in_chunks(group_masks, net_input))
-
-    @staticmethod
-    def _requery(problem, X, masks):
-        """The model's codes on ``X`` with ``masks`` kept and the rest at the baseline."""
-        outputs = in_chunks(problem.black_box.predict, problem.masker.mask_raw(X, masks))
-        return problem.output_spec.labels(outputs)
-
-    def _query(self, problem, X, masks, *, pool):
-        """The model's per-output distributions over values (``OutputSpec.
-        state_probabilities``) on ``X`` with ``masks`` kept and the rest at the baseline, or
-        (``fill="draws"``) the mean of those distributions over ``n_draws`` fillings with
-        the values of random rows of ``pool``."""
-        spec, masker = problem.output_spec, problem.masker
-        if self.fill == "baseline":
-            outputs = in_chunks(problem.black_box.predict, masker.mask_raw(X, masks))
-            return spec.state_probabilities(outputs)
-        total = 0.0
-        for _ in range(self.n_draws):
-            # torch's generator, which fit seeds from random_state
-            donors = pool[torch.randint(len(pool), (len(X),)).numpy()]
-            outputs = in_chunks(problem.black_box.predict, masker.mask_raw(X, masks, fill=donors))
-            total = total + spec.state_probabilities(outputs)
-        return (total / self.n_draws).astype(np.float32)
 
     # -- scoring -------------------------------------------------------------------------
 
@@ -732,3 +711,76 @@ class SOInterExplainer(BaseExplainer):
         full = spec.labels(in_chunks(model, X))[:, spec.target]
         masked = spec.labels(in_chunks(model, self.masker_.mask_raw(X, masks)))[:, spec.target]
         return float(np.mean(full == masked))
+
+
+def _silent(*args):
+    """EarlyStopping's sink: the explainer's ``n_iter_`` tells when training stopped."""
+
+
+def model_states(black_box, masker, spec, X, masks, *, fill, n_draws, pool):
+    """The model's per-output distributions over values (``OutputSpec.state_probabilities``)
+    on ``X`` with ``masks`` kept and the rest at the baseline, or (``fill="draws"``) the
+    mean of those distributions over ``n_draws`` fillings with the values of random rows of
+    ``pool``."""
+    if fill == "baseline":
+        return spec.state_probabilities(in_chunks(black_box.predict, masker.mask_raw(X, masks)))
+    total = 0.0
+    for _ in range(n_draws):
+        # torch's generator, which fit seeds from random_state
+        donors = pool[torch.randint(len(pool), (len(X),)).numpy()]
+        outputs = in_chunks(black_box.predict, masker.mask_raw(X, masks, fill=donors))
+        total = total + spec.state_probabilities(outputs)
+    return (total / n_draws).astype(np.float32)
+
+
+class Requery(Callback):
+    """Algorithm 1's re-query of the model on the interpreter's masks, between epochs.
+
+    Before the first epoch and after every one, the model's codes on the training rows
+    masked by the interpreter (a Gumbel top-k draw with ``mode="sample"``, its top-k with
+    ``"topk"``) become the net's ``masked_codes_`` for the next epoch; with ``"batch"`` the
+    net queries the model in every step and nothing is stored. After every epoch the
+    history records the share of rows whose target flips under the top-k masks
+    (``topk_flip_rate``), with ``fill="draws"`` the expected share under the draws
+    (``draws_flip_rate``), and the one of those that picks the interpreter to keep
+    (``kept_flip_rate``); with ``"sample"`` and ``"topk"``, the flips under the masks of
+    the next epoch (``flip_rate``).
+    """
+
+    def __init__(self, net_input, full_codes, *, mode):
+        self.net_input = net_input
+        self.full_codes = full_codes
+        self.mode = mode
+
+    def release(self):
+        """Drop the training rows' data, once training is over."""
+        self.net_input = self.full_codes = None
+
+    def on_train_begin(self, net, **kwargs):
+        net.full_codes_ = self.full_codes
+        if self.mode != "batch":
+            masks = net.interpreter_masks(self.net_input, sample=self.mode == "sample")
+            net.masked_codes_ = net.model_codes(masks)
+
+    def on_epoch_end(self, net, **kwargs):
+        target, full = net.target, self.full_codes[:, net.target]
+        topk_masks = net.interpreter_masks(self.net_input, sample=False)
+        topk = net.model_codes(topk_masks)
+        topk_rate = float(np.mean(topk[:, target] != full))
+        rate = topk_rate
+        if net.fill == "draws":
+            rows = np.arange(len(full))
+            proba = model_states(net.black_box, net.masker, net.output_spec, net.rows, topk_masks,
+                                 fill=net.fill, n_draws=net.n_draws, pool=net.rows)
+            # the target's columns in the per-output distributions of model_states
+            offset = int(np.sum(net.output_spec.n_states[:target]))
+            rate = float(1.0 - proba[rows, offset + full].mean())
+            net.history.record("draws_flip_rate", rate)
+        if self.mode != "batch":
+            masked = topk
+            if self.mode == "sample":
+                masked = net.model_codes(net.interpreter_masks(self.net_input, sample=True))
+            net.masked_codes_ = masked
+            net.history.record("flip_rate", float(np.mean(masked[:, target] != full)))
+        net.history.record("topk_flip_rate", topk_rate)
+        net.history.record("kept_flip_rate", rate)
