@@ -32,8 +32,8 @@ from .._networks import MLP
 from .._search import ModelRefinement
 from ..base import BaseExplainer
 from ..distributions import HardKumaraswamy, open_gate_probability, open_logit
-from ._net import SelectorJudgeNet, set_mode
-from ._random_mask import cosine_factor, log_likelihood, predictor_step, random_mask_loss
+from ._net import set_mode
+from ._random_mask import PredictorFirstNet, log_likelihood
 
 
 class RateConstraint(nn.Module):
@@ -90,7 +90,7 @@ class RateConstraint(nn.Module):
         return (self.multipliers * gap + self.rho / 2 * violation**2).sum()
 
 
-class HardKumaNet(SelectorJudgeNet):
+class HardKumaNet(PredictorFirstNet):
     """skorch net of HardKuma: the selector (``module_``, one gate score per group), the
     predictor (``predictor_``) and the multipliers (``constraint_``, a
     :class:`RateConstraint`).
@@ -106,18 +106,12 @@ class HardKumaNet(SelectorJudgeNet):
     non-zero test-time gates (``selection_rate``) and multiplier (``multiplier``).
     """
 
-    prefixes_ = [*SelectorJudgeNet.prefixes_, "predictor_optimizer"]
-    judges = ("predictor",)
-    judge = "predictor"
-
     def __init__(self, module, *, selection_rate, transition_rate, pairs, predictor_masks,
-                 predictor_epochs, lagrange_lr, lagrange_decay, lagrange_init, lagrange_rho,
-                 **kwargs):
+                 lagrange_lr, lagrange_decay, lagrange_init, lagrange_rho, **kwargs):
         self.selection_rate = selection_rate
         self.transition_rate = transition_rate
         self.pairs = pairs
         self.predictor_masks = predictor_masks
-        self.predictor_epochs = predictor_epochs
         self.lagrange_lr = lagrange_lr
         self.lagrange_decay = lagrange_decay
         self.lagrange_init = lagrange_init
@@ -137,11 +131,6 @@ class HardKumaNet(SelectorJudgeNet):
             targets, two_sided, lr=self.lagrange_lr, decay=self.lagrange_decay,
             init=self.lagrange_init, rho=self.lagrange_rho,
         ).to(self.device)
-        return self
-
-    def initialize_optimizer(self, *args, **kwargs):
-        self.optimizer_ = self.module_optimizer("optimizer", self.module_)
-        self.predictor_optimizer_ = self.module_optimizer("predictor_optimizer", self.predictor_)
         return self
 
     def gates(self, X):
@@ -187,12 +176,7 @@ class HardKumaNet(SelectorJudgeNet):
             return None
         return (X[:, : self.n_features] != 0).to(X.dtype)
 
-    def train_step(self, batch, **fit_params):
-        X, targets = self.batch_tensors(batch)
-        if self._predictor_phase():
-            loss = predictor_step(self, self.predictor_, self.predictor_optimizer_, X, targets,
-                                  cosine_factor(self.epoch, self.predictor_epochs))
-            return {"loss": loss, "y_pred": None}
+    def selector_step(self, X, targets):
         joint = self.predictor_masks == "joint"
         set_mode(self.module_, True)
         # A fixed predictor runs in evaluation mode: its batch statistics stay those of the
@@ -215,22 +199,18 @@ class HardKumaNet(SelectorJudgeNet):
         self.history.record_batch("multiplier", float(self.constraint_.multipliers[0]))
         return {"loss": loss.detach(), "y_pred": None}
 
-    def validation_step(self, batch, **fit_params):
-        X, targets = self.batch_tensors(batch)
-        for module in (self.module_, self.predictor_, self.constraint_):
-            module.eval()
-        with torch.no_grad():
-            if self._predictor_phase():
-                return {"loss": random_mask_loss(self, self.predictor_, X, targets),
-                        "y_pred": None}
-            gates = self.gates(X)
-            masks = (gates.mode > 0).to(X.dtype)  # what transform keeps with k=None
-            task = -log_likelihood(self, self.predictor_, X, masks, targets).mean()
-            loss = task + self.constraint_(self.rates(X, gates))
+    def selector_validation_loss(self, X, targets):
+        gates = self.gates(X)
+        masks = (gates.mode > 0).to(X.dtype)  # what transform keeps with k=None
+        task = -log_likelihood(self, self.predictor_, X, masks, targets).mean()
+        loss = task + self.constraint_(self.rates(X, gates))
         return {"loss": loss, "y_pred": None}
 
-    def _predictor_phase(self):
-        return self.predictor_masks == "random" and self.epoch <= self.predictor_epochs
+    def eval_modules(self):
+        return [*super().eval_modules(), self.constraint_]
+
+    def predictor_phase(self):
+        return self.predictor_masks == "random" and super().predictor_phase()
 
 
 def neighbour_pairs(n_groups, input_shape, patch_size=None):

@@ -84,3 +84,72 @@ class RandomMaskPredictorNet(SelectorJudgeNet):
         with torch.no_grad():
             loss = random_mask_loss(self, self.module_, X, targets)
         return {"loss": loss, "y_pred": None}
+
+
+class PredictorFirstNet(SelectorJudgeNet):
+    """A selector (``module_``) judged by a random-mask predictor (``predictor_``): the
+    schedule REAL-X and HardKuma share.
+
+    ``optimizer_`` steps the selector and ``predictor_optimizer_`` the predictor (both of
+    the net's optimizer class and ``lr``; ``predictor_optimizer__*`` options apply to the
+    predictor's alone). In epochs ``1 .. predictor_epochs`` (:meth:`predictor_phase`) the
+    predictor trains alone on random masks, its learning rate decaying (cosine) over
+    :meth:`predictor_decay_epochs`; in later epochs the method's :meth:`selector_step`
+    runs. Validation scores the random-mask loss in the predictor phase and the method's
+    :meth:`selector_validation_loss` after it, every module in evaluation mode.
+    """
+
+    prefixes_ = [*SelectorJudgeNet.prefixes_, "predictor_optimizer"]
+    judges = ("predictor",)
+    judge = "predictor"
+
+    def __init__(self, module, *, predictor_epochs, **kwargs):
+        self.predictor_epochs = predictor_epochs
+        super().__init__(module, **kwargs)
+
+    def initialize_optimizer(self, *args, **kwargs):
+        self.optimizer_ = self.module_optimizer("optimizer", self.module_)
+        self.predictor_optimizer_ = self.module_optimizer("predictor_optimizer", self.predictor_)
+        return self
+
+    def predictor_phase(self):
+        """Whether the current epoch trains the predictor alone."""
+        return self.epoch <= self.predictor_epochs
+
+    def predictor_decay_epochs(self):
+        """The epochs over which the predictor's learning rate decays."""
+        return self.predictor_epochs
+
+    def predictor_step(self, X, targets):
+        """One random-mask step of the predictor (:func:`predictor_step`)."""
+        factor = cosine_factor(self.epoch, self.predictor_decay_epochs())
+        return predictor_step(self, self.predictor_, self.predictor_optimizer_, X, targets,
+                              factor)
+
+    def train_step(self, batch, **fit_params):
+        X, targets = self.batch_tensors(batch)
+        if self.predictor_phase():
+            return {"loss": self.predictor_step(X, targets), "y_pred": None}
+        return self.selector_step(X, targets)
+
+    def validation_step(self, batch, **fit_params):
+        X, targets = self.batch_tensors(batch)
+        for module in self.eval_modules():
+            module.eval()
+        with torch.no_grad():
+            if self.predictor_phase():
+                return {"loss": random_mask_loss(self, self.predictor_, X, targets),
+                        "y_pred": None}
+            return self.selector_validation_loss(X, targets)
+
+    def eval_modules(self):
+        """The net's modules, put in evaluation mode for validation."""
+        return [self.module_, self.predictor_]
+
+    def selector_step(self, X, targets):
+        """One training step after the predictor phase: ``{"loss", "y_pred"}``."""
+        raise NotImplementedError
+
+    def selector_validation_loss(self, X, targets):
+        """The validation loss after the predictor phase: ``{"loss", "y_pred"}``."""
+        raise NotImplementedError

@@ -26,20 +26,18 @@ from .._networks import MLP
 from .._search import ModelRefinement
 from ..base import BaseExplainer
 from ..distributions import HardKumaraswamy, RebarBernoulli, open_gate_probability
-from ._net import SelectorJudgeNet, set_mode
-from ._random_mask import cosine_factor, log_likelihood, predictor_step, random_mask_loss
+from ._net import set_mode
+from ._random_mask import PredictorFirstNet, log_likelihood
 
 
-class RealXNet(SelectorJudgeNet):
-    """skorch net holding the REAL-X selector (``module_``) and predictor (``predictor_``).
+class RealXNet(PredictorFirstNet):
+    """skorch net holding the REAL-X selector (``module_``) and predictor (``predictor_``),
+    on the predictor-first schedule of :class:`PredictorFirstNet`.
 
     Two optimizers keep the objectives apart: ``optimizer_`` steps the selector only and
-    ``predictor_optimizer_`` the predictor only. Both are instances of the net's optimizer
-    class with its ``lr``; ``optimizer__*`` options (such as the weight decay) apply to the
-    selector's alone, ``predictor_optimizer__*`` options to the predictor's. The
-    predictor's learning rate decays (cosine) over the epochs in which it trains:
-    ``predictor_epochs`` with the sequential schedule, ``max_epochs`` with the alternating
-    one. ``train_step`` chooses the update from the epoch:
+    ``predictor_optimizer_`` the predictor only. The predictor's learning rate decays
+    (cosine) over the epochs in which it trains: ``predictor_epochs`` with the sequential
+    schedule, ``max_epochs`` with the alternating one. The update depends on the epoch:
 
     - epochs ``1 .. predictor_epochs``: predictor steps only (random masks);
     - later epochs: selector steps only (``schedule="sequential"``, the released code), or
@@ -52,61 +50,35 @@ class RealXNet(SelectorJudgeNet):
     batches), which is what an early-stopping callback should watch.
     """
 
-    prefixes_ = [*SelectorJudgeNet.prefixes_, "predictor_optimizer"]
-    judges = ("predictor",)
-    judge = "predictor"
-
-    def __init__(self, module, *, tau, alpha, schedule, predictor_epochs, relaxation="rebar",
-                 **kwargs):
+    def __init__(self, module, *, tau, alpha, schedule, relaxation="rebar", **kwargs):
         self.relaxation = relaxation
         self.tau = tau
         self.alpha = alpha
         self.schedule = schedule
-        self.predictor_epochs = predictor_epochs
         super().__init__(module, **kwargs)
 
-    def initialize_optimizer(self, *args, **kwargs):
-        self.optimizer_ = self.module_optimizer("optimizer", self.module_)
-        self.predictor_optimizer_ = self.module_optimizer("predictor_optimizer", self.predictor_)
-        return self
-
-    def train_step(self, batch, **fit_params):
-        X, targets = self.batch_tensors(batch)
-        if self._predictor_phase():
-            return {"loss": self._predictor_step(X, targets), "y_pred": None}
-        if self.schedule == "alternating":
-            self._predictor_step(X, targets)
-        loss, logits = self._selector_step(X, targets)
-        return {"loss": loss, "y_pred": logits}
-
-    def validation_step(self, batch, **fit_params):
-        X, targets = self.batch_tensors(batch)
-        self.module_.eval()
-        self.predictor_.eval()
-        with torch.no_grad():
-            if self._predictor_phase():
-                loss = random_mask_loss(self, self.predictor_, X, targets)
-                return {"loss": loss, "y_pred": None}
-            logits = self.module_(X)
-            if self.relaxation == "hardkuma":
-                gates = HardKumaraswamy.from_logits(logits)
-                masks, probs = (gates.mode > 0).to(X.dtype), gates.prob_nonzero
-            else:
-                masks, probs = (logits > 0).to(X.dtype), torch.sigmoid(logits)
-            log_lik = log_likelihood(self, self.predictor_, X, masks, targets)
-            loss = (-log_lik + self.alpha * probs.mean(dim=1)).mean()
-        return {"loss": loss, "y_pred": logits}
-
-    def _predictor_phase(self):
-        return self.epoch <= self.predictor_epochs
-
-    def _predictor_step(self, X, targets):
+    def predictor_decay_epochs(self):
         # The predictor's learning rate decays over the epochs in which it trains.
-        n_epochs = self.predictor_epochs if self.schedule == "sequential" else self.max_epochs
-        return predictor_step(self, self.predictor_, self.predictor_optimizer_, X, targets,
-                              cosine_factor(self.epoch, n_epochs))
+        return self.predictor_epochs if self.schedule == "sequential" else self.max_epochs
 
-    def _selector_step(self, X, targets):
+    def selector_step(self, X, targets):
+        if self.schedule == "alternating":
+            self.predictor_step(X, targets)
+        loss, logits = self._selector_update(X, targets)
+        return {"loss": loss, "y_pred": logits}
+
+    def selector_validation_loss(self, X, targets):
+        logits = self.module_(X)
+        if self.relaxation == "hardkuma":
+            gates = HardKumaraswamy.from_logits(logits)
+            masks, probs = (gates.mode > 0).to(X.dtype), gates.prob_nonzero
+        else:
+            masks, probs = (logits > 0).to(X.dtype), torch.sigmoid(logits)
+        log_lik = log_likelihood(self, self.predictor_, X, masks, targets)
+        loss = (-log_lik + self.alpha * probs.mean(dim=1)).mean()
+        return {"loss": loss, "y_pred": logits}
+
+    def _selector_update(self, X, targets):
         """One REBAR step of the selector against the fixed predictor (Algorithm 1)."""
         if self.relaxation == "hardkuma":
             return self._gate_step(X, targets)

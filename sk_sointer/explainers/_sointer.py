@@ -18,7 +18,6 @@ model's structure into the explanation of ``t``. The model is never differentiat
 re-queried on masked rows between epochs (Algorithm 1).
 """
 
-import copy
 from numbers import Integral, Real
 
 import numpy as np
