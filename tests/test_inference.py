@@ -232,10 +232,10 @@ def test_training_mode_is_set_only_where_it_changes(fitted):
     _, explainers = fitted
     net = explainers["l2x"].net_
     net.module_.eval()
-    net._set_training(True)
+    net.set_modes(True)
     assert all(m.training for name in ("module_", "approximator_")
                for m in getattr(net, name).modules())
-    net._set_training(False)
+    net.set_modes(False)
     assert not any(m.training for m in net.approximator_.modules())
 
     class FrozenNorm(torch.nn.Sequential):
@@ -248,8 +248,8 @@ def test_training_mode_is_set_only_where_it_changes(fitted):
     original = net.approximator_
     try:
         net.approximator_ = FrozenNorm(torch.nn.Linear(6, 6), torch.nn.BatchNorm1d(6)).eval()
-        net._set_training(True)
-        net._set_training(True)
+        net.set_modes(True)
+        net.set_modes(True)
         assert net.approximator_.calls == 3 and not net.approximator_[1].training
         assert net.approximator_[0].training
     finally:

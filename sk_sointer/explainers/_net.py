@@ -142,18 +142,44 @@ class SelectorJudgeNet(NeuralNet):
             param.grad = grad  # replaces, so nothing from a previous step accumulates
         optimizer.step()
 
-    def _set_training(self, training=True):
-        """Set the modules' training mode, skipping those already entirely in it.
+    def set_modes(self, training):
+        """Put the selector, the judges and the criterion in training (or evaluation) mode,
+        skipping those already entirely in it.
 
-        skorch calls this before every batch; ``nn.Module.train`` walks and re-sets every
-        submodule through ``nn.Module.__setattr__`` even when nothing changes, a cost per
-        step that a plain torch loop does not pay. A module with any submodule in the other
-        mode (one whose ``train`` keeps a part in evaluation mode, say) is set as before.
-        """
-        for name in self._modules + self._criteria:
-            module = getattr(self, name + "_")
+        skorch's steps set the modes of every module before each batch; ``nn.Module.train``
+        walks and re-sets every submodule through ``nn.Module.__setattr__`` even when
+        nothing changes, a cost per step that a plain torch loop does not pay. A module with
+        any submodule in the other mode (one whose ``train`` keeps a part in evaluation
+        mode, say) is set as before."""
+        for name in ("module", *self.judges, "criterion"):
+            module = getattr(self, name + "_", None)
             if isinstance(module, torch.nn.Module):
                 set_mode(module, training)
+
+    # skorch's three steps, with the modes set by set_modes.
+
+    def train_step_single(self, batch, **fit_params):
+        self.set_modes(True)
+        X, y = unpack_data(batch)
+        y_pred = self.infer(X, **fit_params)
+        loss = self.get_loss(y_pred, y, X=X, training=True)
+        loss.backward()
+        return {"loss": loss, "y_pred": y_pred}
+
+    def validation_step(self, batch, **fit_params):
+        self.set_modes(False)
+        X, y = unpack_data(batch)
+        with torch.no_grad():
+            y_pred = self.infer(X, **fit_params)
+            loss = self.get_loss(y_pred, y, X=X, training=False)
+        return {"loss": loss, "y_pred": y_pred}
+
+    def evaluation_step(self, batch, training=False):
+        self.check_is_fitted()
+        X, _ = unpack_data(batch)
+        with torch.set_grad_enabled(training):
+            self.set_modes(training)
+            return self.infer(X)
 
     def get_iterator(self, dataset, training=False):
         """Batches sliced from whole tensors (see :class:`_IndexBatches`) when the dataset
