@@ -187,12 +187,9 @@ class HardKumaNet(PredictorFirstNet):
         task = -log_likelihood(self, self.predictor_, X, gates.rsample(), targets).mean()
         rates = self.rates(X, gates)
         loss = task + self.constraint_(rates)
-        if joint:
-            self.optimizer_.zero_grad()
-            self.predictor_optimizer_.zero_grad()
-            loss.backward()
-            self.optimizer_.step()
-            self.predictor_optimizer_.step()
+        if joint:  # the paper's model: one loss trains both networks
+            self.step((self.optimizer_, self.predictor_optimizer_), loss, self.module_,
+                      self.predictor_)
         else:
             self.step(self.optimizer_, loss, self.module_)
         self.history.record_batch("selection_rate", float(rates[0].detach()))

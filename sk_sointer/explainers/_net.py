@@ -133,14 +133,15 @@ class SelectorJudgeNet(NeuralNet):
 
     @staticmethod
     def step(optimizer, loss, *modules):
-        """Step ``optimizer`` on the gradient of ``loss`` with respect to the parameters of
-        ``modules`` only: other modules' ``.grad`` stay untouched, so a loss meant for one
-        network can never train another."""
+        """Step ``optimizer`` (or each of a tuple of optimizers) on the gradient of ``loss``
+        with respect to the parameters of ``modules`` only: other modules' ``.grad`` stay
+        untouched, so a loss meant for one network can never train another."""
         params = [p for module in modules for p in module.parameters() if p.requires_grad]
         grads = torch.autograd.grad(loss, params, allow_unused=True)
         for param, grad in zip(params, grads):
             param.grad = grad  # replaces, so nothing from a previous step accumulates
-        optimizer.step()
+        for one in optimizer if isinstance(optimizer, tuple) else (optimizer,):
+            one.step()
 
     def set_modes(self, training):
         """Put the selector, the judges and the criterion in training (or evaluation) mode,
