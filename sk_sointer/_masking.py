@@ -88,7 +88,7 @@ class Masker:
 
     def _resolve_baseline(self, n_features):
         baseline = self.baseline
-        if getattr(self, "tokens", False):
+        if self.tokens:
             return np.zeros(n_features)  # the padding id
         if isinstance(baseline, str):
             if baseline == "mean":
@@ -195,7 +195,7 @@ class Masker:
         mask follows as extra columns, so that a left-out feature is told apart from a
         feature that happens to equal the baseline."""
         masks = masks.to(X_scaled.dtype)
-        if getattr(self, "tokens", False):
+        if self.tokens:
             # Token ids stay whole (a relaxed mask would make fractional ids): the networks
             # get the ids and the mask, and multiply the ids' embeddings by the mask.
             return torch.cat([X_scaled, masks], dim=1)
@@ -279,77 +279,3 @@ def _all_finite(values):
         if np.isfinite(np.add.reduce(values, axis=None)):
             return True
     return bool(np.isfinite(values).all())
-
-
-# -- images ------------------------------------------------------------------------------
-
-
-def flatten_rows(X):
-    """``X`` as a table of rows, and the shape of one row when ``X`` holds images."""
-    if isinstance(X, (list, tuple)):
-        X = np.asarray(X)
-    if getattr(X, "ndim", 2) <= 2:  # tables, DataFrames, array-likes: validated as they are
-        return X, None
-    X = np.asarray(X)
-    return X.reshape(len(X), -1), X.shape[1:]
-
-
-def image_shape_of(row_shape, n_features, image_shape=None):
-    """The ``(channels, height, width)`` of image rows, or ``None`` for table rows.
-
-    ``row_shape`` is the shape of one row as given to ``fit`` (``None`` for flat rows);
-    ``image_shape`` the explainer's parameter: ``(height, width)`` or
-    ``(channels, height, width)``, needed for flat rows, optional for image arrays.
-    """
-    if row_shape is not None and len(row_shape) not in (2, 3):
-        raise ValueError(
-            "X should be a table (n_samples, n_features) or images (n_samples, height, width) "
-            f"or (n_samples, channels, height, width); got rows of shape {row_shape}."
-        )
-    if image_shape is None:
-        return None if row_shape is None else _channels_first(row_shape)
-    shape = tuple(image_shape) if np.ndim(image_shape) == 1 else ()
-    if len(shape) not in (2, 3) or not all(isinstance(s, (int, np.integer)) and s > 0
-                                           for s in shape):
-        raise ValueError(
-            "image_shape should be (height, width) or (channels, height, width) of positive "
-            f"integers; got {image_shape!r}."
-        )
-    shape = _channels_first(shape)
-    if row_shape is not None and _channels_first(row_shape) != shape:
-        raise ValueError(f"image_shape={image_shape!r} differs from the shape of X's rows, "
-                         f"{tuple(row_shape)}.")
-    if int(np.prod(shape)) != n_features:
-        raise ValueError(f"image_shape={image_shape!r} holds {int(np.prod(shape))} values, but "
-                         f"a row of X has {n_features}.")
-    return shape
-
-
-def _channels_first(shape):
-    return tuple(int(s) for s in ((1, *shape) if len(shape) == 2 else shape))
-
-
-def patch_groups(image_shape, patch_size):
-    """Group id of every value of a flattened ``(channels, height, width)`` image: the
-    ``patch_size`` patch it falls in, patches numbered row by row, every channel of a
-    pixel in the pixel's patch. Patches at the right and bottom edges are smaller when the
-    patch size does not divide the image."""
-    channels, height, width = image_shape
-    sizes = (patch_size, patch_size) if np.ndim(patch_size) == 0 else tuple(patch_size)
-    # A bool is an int to Python, but patch_size=True is a mistake, not 1 x 1 patches.
-    if len(sizes) != 2 or not all(
-        isinstance(p, (int, np.integer)) and not isinstance(p, (bool, np.bool_)) and p > 0
-        for p in sizes
-    ):
-        raise ValueError(
-            f"patch_size should be a positive integer or a pair of them; got {patch_size!r}."
-        )
-    ph, pw = sizes
-    if ph > height or pw > width:
-        raise ValueError(
-            f"patch_size={patch_size!r} is larger than the images ({height} x {width})."
-        )
-    rows = np.arange(height)[:, None] // ph
-    cols = np.arange(width)[None, :] // pw
-    grid = rows * -(-width // pw) + cols
-    return np.broadcast_to(grid, (channels, height, width)).ravel().copy()

@@ -229,7 +229,7 @@ class CNNSelector(BaseEstimator):
     --------
     >>> import torch
     >>> from sk_sointer import CNNSelector
-    >>> from sk_sointer._masking import patch_groups
+    >>> from sk_sointer._layout import patch_groups
     >>> groups = patch_groups((1, 28, 28), 4)  # 49 patches of 4 x 4
     >>> net = CNNSelector(channels=(4,))(784, 49, input_shape=(1, 28, 28), groups=groups)
     >>> net(torch.zeros(5, 784)).shape

@@ -46,6 +46,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from sklearn.utils.validation import check_is_fitted
 
+from ._layout import RowLayout
 from ._masking import Masker
 from ._networks import CNN, MLP, CNNSelector, TokenCNN, TokenCNNSelector
 from ._outputs import OutputSpec
@@ -74,7 +75,10 @@ _FROM_PARAMS = {**_FACTORIES, "ModelRefinement": ModelRefinement}
 _OPTIMIZER_NAMES = {cls: name for name, cls in _OPTIMIZERS.items()}
 
 # Fitted attributes with their own place in the file (or, for the black box, none).
-_STRUCTURED = ("net_", "masker_", "output_spec_", "black_box_")
+_STRUCTURED = ("net_", "masker_", "output_spec_", "black_box_", "layout_")
+# The layout's parts, stored as the fitted attributes of these names (RowLayout.state_dict).
+_LAYOUT_ATTRIBUTES = {"row_shape_": "row_shape", "image_shape_": "image_shape",
+                      "n_tokens_": "n_tokens"}
 
 _MASKER_ARRAYS = ("mean_", "scale_", "baseline_", "baseline_scaled_")
 _MASKER_STATE = {*_MASKER_ARRAYS, "groups_", "n_groups_"}
@@ -191,8 +195,12 @@ def save(estimator, path):
         },
         "attributes": {
             name: _encode(value, f"fitted attribute {name!r}")
-            for name, value in sorted(vars(estimator).items())
-            if _is_fitted_attribute(name) and name not in _STRUCTURED
+            for name, value in sorted([
+                *((name, value) for name, value in vars(estimator).items()
+                  if _is_fitted_attribute(name) and name not in _STRUCTURED),
+                *((name, estimator.layout_.state_dict()[key])
+                  for name, key in _LAYOUT_ATTRIBUTES.items()),
+            ])
         },
         "net": {
             "selector_in_features": net.selector_in_features,
@@ -282,12 +290,19 @@ def load(path, *, device="cpu", black_box=None):
     doc, header = _read_document(path)
     cls = _class_named(doc.get("class"))
     estimator = _with_params(cls, _decode_object(doc.get("params"), "parameters"))
-    for name, value in _attributes(doc, estimator, header).items():
+    attributes = _attributes(doc, estimator, header)
+    layout = {key: attributes.pop(name) for name, key in _LAYOUT_ATTRIBUTES.items()}
+    for name, value in attributes.items():
         setattr(estimator, name, value)
     if "output_config" in doc:
         estimator._sklearn_output_config = _output_config(doc["output_config"])
     small = _small_tensors(path, header)
     estimator.masker_ = _load_masker(estimator, doc.get("masker"), small)
+    estimator.layout_ = RowLayout.from_state(
+        {**layout, "n_features": estimator.n_features_in_, "tokens": estimator.tokens,
+         "patch_size": estimator.patch_size},
+        groups=estimator.masker_.groups,
+    )
     estimator.output_spec_ = _load_spec(doc.get("output_spec"), small)
     estimator.black_box_ = _attach(black_box, estimator)
     estimator.net_ = _load_net(estimator, doc.get("net"), header, resolve_device(device), path)
@@ -637,11 +652,11 @@ def _attributes(doc, estimator, header):
         raise ValueError(f"The file's image_shape_={image_shape!r} does not hold "
                          f"n_features_in_={n_features} values.")
     n_tokens = attributes["n_tokens_"]
-    if bool(getattr(estimator, "tokens", False)) != (n_tokens is not None) or (
+    if bool(estimator.tokens) != (n_tokens is not None) or (
         n_tokens is not None and (not _is_int(n_tokens) or n_tokens < 1)
     ):
         raise ValueError(f"The file's n_tokens_={n_tokens!r} does not match tokens="
-                         f"{getattr(estimator, 'tokens', False)!r}.")
+                         f"{estimator.tokens!r}.")
     k = attributes.get("k_")
     if k is not None and (not _is_int(k) or not 1 <= k <= n_features):
         raise ValueError(f"The file's k_={k!r} should be None or an int in [1, "
@@ -691,12 +706,11 @@ def _load_masker(estimator, state, tensors):
     if not 1 <= n_groups <= n_features:
         raise ValueError(f"The file's masker has n_groups_={n_groups} for "
                          f"n_features_in_={n_features} features.")
-    masker = Masker(estimator.baseline, getattr(estimator, "groups", None),
-                    tokens=bool(getattr(estimator, "tokens", False)))
+    masker = Masker(estimator.baseline, estimator.groups, tokens=estimator.tokens)
     fitted = {"n_groups_": n_groups, "groups_": None}
     for name in _MASKER_ARRAYS:
         fitted[name] = _array(tensors, f"masker_.{name}", (n_features,), "f")
-    if masker.groups is not None or getattr(estimator, "patch_size", None) is not None:
+    if masker.groups is not None or estimator.patch_size is not None:
         groups = fitted["groups_"] = _array(tensors, "masker_.groups_", (n_features,), "i")
         # As fit numbers them: every group from 0 to n_groups_ - 1 has a feature.
         if len(np.unique(groups)) != n_groups or groups.min() != 0 or groups.max() != n_groups - 1:
@@ -788,8 +802,8 @@ def _array(tensors, name, shape, kind):
 def _attach(black_box, estimator):
     if black_box is None:
         return None
-    black_box = as_black_box(black_box).with_row_shape(getattr(estimator, "row_shape_", None))
-    black_box = black_box.with_token_ids(bool(getattr(estimator, "tokens", False)))
+    black_box = as_black_box(black_box).with_row_shape(estimator.layout_.row_shape)
+    black_box = black_box.with_token_ids(estimator.layout_.tokens)
     n_features = getattr(black_box.model, "n_features_in_", None)
     if n_features is not None and n_features != estimator.n_features_in_:
         raise ValueError(
@@ -830,7 +844,7 @@ def _load_net(estimator, state, header, device, path):
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"The file's net description is invalid ({exc}).") from None
     n_features = estimator.n_features_in_
-    if input_shape != (estimator.image_shape_ or (n_features,)):
+    if input_shape != estimator.layout_.input_shape:
         raise ValueError(f"The file's net input shape {input_shape} does not match its rows "
                          f"of {n_features} features.")
     if not n_features <= selector_in_features <= n_features + estimator.output_spec_.n_columns:
@@ -842,7 +856,8 @@ def _load_net(estimator, state, header, device, path):
         masker=estimator.masker_,
         output_spec=estimator.output_spec_,
         black_box=estimator.black_box_,
-        n_tokens=getattr(estimator, "n_tokens_", None),
+        n_tokens=estimator.layout_.n_tokens,
+        layout=estimator.layout_,
     )
     meta = torch.device("meta")
     try:

@@ -5,8 +5,9 @@
 (baseline, standardisation, feature groups), seeds training, builds the method's skorch net
 (stored as ``net_``; composed, not inherited) and turns scores into masks.
 
-``fit`` first resolves a :class:`Problem` (input width and shape, masker and groups, output
-spec, black box, target output) and hands it to the method's hooks:
+``fit`` first resolves a :class:`Problem` (the rows' :class:`~sk_sointer._layout.RowLayout`,
+masker and groups, output spec, black box, target output) and hands it to the method's
+hooks:
 
 - ``_check_params(problem)``: checks that depend on the data (``k`` against the groups, a
   ``target`` against the outputs, a single-output model given to a multi-output method);
@@ -14,7 +15,7 @@ spec, black box, target output) and hands it to the method's hooks:
   (SOInter's energy network);
 - ``_build_net(problem, **net_params)``: the method's skorch net;
 - ``_train(problem, X, net_input, targets)``: trains ``net_`` (one ``net_.fit`` by default;
-  SOInter alternates its own epochs with re-querying the black box);
+  SOInter's fit adds its re-query and keep-best callbacks);
 - ``_refine(problem, X, net_input, outputs)``: after the method's own training, the
   selector refined against the black box itself (:class:`~sk_sointer.explainers._net.
   ModelJudgedNet`), when ``fit`` got the model, ``k`` is set and ``refine`` is not None
@@ -44,7 +45,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from skorch.callbacks import Callback, ProgressBar
 from skorch.dataset import ValidSplit
 
-from ._masking import Masker, flatten_rows, image_shape_of, patch_groups
+from ._layout import RowLayout, flatten_rows
+from ._masking import Masker
 from ._networks import MLP
 from ._outputs import OutputSpec, check_outputs, output_agreement
 from ._search import ModelJudge, ModelRefinement
@@ -84,6 +86,9 @@ class Problem:
         The model, when ``fit`` received one (``None``: outputs only).
     n_tokens : int or None
         With token ids (``tokens=True``): the number of ids (the largest seen, plus one).
+    layout : RowLayout or None
+        The rows' layout (shape, image, tokens, groups), of which ``input_shape`` and
+        ``n_tokens`` are parts.
     """
 
     n_features: int
@@ -92,6 +97,7 @@ class Problem:
     output_spec: OutputSpec
     black_box: BlackBox = None
     n_tokens: int = None
+    layout: RowLayout = None
 
     @property
     def n_groups(self):
@@ -112,6 +118,10 @@ class Problem:
         return params
 
 
+# The explainers that read token ids add this to their constraints.
+TOKENS_CONSTRAINT = {"tokens": ["boolean"]}
+
+
 class _SkorchEstimatorMixin:
     """Training plumbing shared by the explainers and the EVAL-X evaluator.
 
@@ -123,6 +133,13 @@ class _SkorchEstimatorMixin:
 
     # Route a model given as ``fit(X, black_box=model)`` when metadata routing is enabled.
     __metadata_request__fit = {"black_box": True}
+
+    # The modality parameters (see RowLayout), for the estimators that lack some of them:
+    # EVAL-X reads tables and images, MEED and SOInter no token ids.
+    groups = None
+    image_shape = None
+    patch_size = None
+    tokens = False
 
     # Methods that need the model itself, not only its outputs, set this, and say why.
     _requires_model = False
@@ -154,23 +171,25 @@ class _SkorchEstimatorMixin:
     def _fit(self, X, y, black_box):
         X, row_shape = flatten_rows(X)
         X = validate_data(self, X, dtype=[np.float32, np.float64], ensure_min_samples=2)
-        image_shape = image_shape_of(row_shape, X.shape[1], getattr(self, "image_shape", None))
-        tokens = bool(getattr(self, "tokens", False))
-        n_tokens = self._check_tokens(X, fitting=True) if tokens else None
-        masker = Masker(self.baseline, self._groups(image_shape), tokens=tokens).fit(X)
+        tokens = bool(self.tokens)
+        layout = RowLayout.resolve(
+            row_shape, X.shape[1], image_shape=self.image_shape, tokens=tokens,
+            n_tokens=self._check_tokens(X, fitting=True) if tokens else None,
+            groups=self.groups, patch_size=self.patch_size,
+        )
+        masker = Masker(self.baseline, layout.groups, tokens=tokens).fit(X)
         model, targets, spec = self._resolve_targets(X, y, black_box, row_shape, tokens)
         problem = Problem(
             n_features=X.shape[1],
-            input_shape=image_shape or (X.shape[1],),
+            input_shape=layout.input_shape,
             masker=masker,
             output_spec=spec.select(getattr(self, "target", None)).fitted(targets),
             black_box=model,
-            n_tokens=n_tokens,
+            n_tokens=layout.n_tokens,
+            layout=layout,
         )
         self._check_params(problem)
-        self.row_shape_ = row_shape
-        self.image_shape_ = image_shape
-        self.n_tokens_ = n_tokens
+        self.layout_ = layout
         self.black_box_ = model
         self.masker_ = masker
         self.output_spec_ = problem.output_spec
@@ -189,20 +208,6 @@ class _SkorchEstimatorMixin:
             self._train(problem, X, net_input, targets)
             self._refine(problem, X, net_input, outputs)
         return self
-
-    def _groups(self, image_shape):
-        """The masker's feature groups: ``groups``, or the patches of ``patch_size``."""
-        groups, patch_size = getattr(self, "groups", None), getattr(self, "patch_size", None)
-        if patch_size is None:
-            return groups
-        if groups is not None:
-            raise ValueError("Pass groups or patch_size, not both: patch_size makes the groups.")
-        if image_shape is None:
-            raise ValueError(
-                "patch_size needs images: X of shape (n_samples, height, width) or (n_samples, "
-                "channels, height, width), or flat rows with image_shape=(height, width)."
-            )
-        return patch_groups(image_shape, patch_size)
 
     def _check_tokens(self, X, fitting=False):
         """With ``tokens=True``: ``X`` must hold token ids, whole numbers from 0 (the
@@ -241,23 +246,22 @@ class _SkorchEstimatorMixin:
             )
         return None
 
-    def _flat_rows(self, X, input_name="X"):
-        """Rows of ``X`` flattened as in ``fit`` (images become rows of pixels)."""
-        row_shape = getattr(self, "row_shape_", None)
-        if row_shape is None:
-            return X  # a table: validation rejects anything else with sklearn's message
-        X = np.asarray(X)
-        if X.shape[1:] != row_shape:
-            raise ValueError(
-                f"{input_name} should hold rows of shape {row_shape}, as in fit; got an array of "
-                f"shape {X.shape}."
-            )
-        return X.reshape(len(X), -1)
+    # The fitted layout's parts, under the names of the fitted attributes users know.
 
-    def _shaped(self, values):
-        """Flat per-feature rows (masks, scores) in the shape of the rows given to ``fit``."""
-        row_shape = getattr(self, "row_shape_", None)
-        return values if row_shape is None else values.reshape(len(values), *row_shape)
+    @property
+    def row_shape_(self):
+        """Shape of one row as given to ``fit`` when ``X`` held images, else ``None``."""
+        return self.layout_.row_shape
+
+    @property
+    def image_shape_(self):
+        """``(channels, height, width)`` of image rows, else ``None``."""
+        return self.layout_.image_shape
+
+    @property
+    def n_tokens_(self):
+        """With ``tokens=True``, the number of token ids the embeddings hold, else ``None``."""
+        return self.layout_.n_tokens
 
     def _train(self, problem, X, net_input, targets):
         """Train ``net_`` on what the selector sees and the (standardised) outputs."""
@@ -371,6 +375,16 @@ class BaseExplainer(
     Not meant to be used directly: use a subclass such as
     :class:`~sk_sointer.L2XExplainer`. The shared parameters are described there.
     """
+
+    # Every explainer's: the modality parameters (what a row is, see RowLayout) and the
+    # refinement against the model.
+    _parameter_constraints: dict = {
+        **_SkorchEstimatorMixin._parameter_constraints,
+        "groups": ["array-like", None],
+        "image_shape": [tuple, list, None],
+        "patch_size": [Integral, tuple, list, None],
+        "refine": [StrOptions({"model"}), ModelRefinement, None],
+    }
 
     # With k=None, the groups whose score exceeds this are selected (selection
     # probabilities above one half).
@@ -490,7 +504,7 @@ class BaseExplainer(
         scores : ndarray of the shape of X, float32
         """
         X = self._validate_transform_input(X, finite=False)
-        return self._shaped(self._explain_rows(X, self._scores_of, np.float32))
+        return self.layout_.unflatten(self._explain_rows(X, self._scores_of, np.float32))
 
     def transform(self, X):
         """k-hot masks of the features the black box relied on, one row per sample.
@@ -509,7 +523,7 @@ class BaseExplainer(
         """
         X = self._validate_transform_input(X, finite=False)
         self._check_output_container()
-        return self._shaped(self._explain_rows(X, self._masks_of, X.dtype))
+        return self.layout_.unflatten(self._explain_rows(X, self._masks_of, X.dtype))
 
     def predict_masked(self, X, masks):
         """The method's own judge of masks (approximator or predictor) on ``m(x, mask)``.
@@ -527,7 +541,7 @@ class BaseExplainer(
             Probabilities, or values in the target's units, like the black box's outputs.
         """
         X = self._validate_transform_input(X)
-        masks = _check_masks(self._flat_rows(masks, "masks"), X.shape)
+        masks = _check_masks(self.layout_.flatten(masks, "masks"), X.shape)
         X_scaled = self.masker_.standardize(X)
         predict = lambda rows, kept: self.net_.predict_masked(  # noqa: E731
             torch.as_tensor(rows), torch.as_tensor(kept)
@@ -592,9 +606,9 @@ class BaseExplainer(
         """``X`` validated against the fit; ``finite=False`` leaves the finite check to
         :meth:`_explain_rows`, which checks the standardised rows anyway."""
         check_is_fitted(self)
-        X = validate_data(self, self._flat_rows(X), dtype=[np.float32, np.float64],
-                          reset=False, ensure_all_finite=finite or bool(getattr(self, "tokens", False)))
-        if getattr(self, "tokens", False):
+        X = validate_data(self, self.layout_.flatten(X), dtype=[np.float32, np.float64],
+                          reset=False, ensure_all_finite=finite or self.tokens)
+        if self.tokens:
             self._check_tokens(X)
         return X
 

@@ -8,7 +8,6 @@ import functools
 import math
 from typing import NamedTuple
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch.distributions import Distribution, Kumaraswamy, constraints

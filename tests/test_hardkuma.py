@@ -10,7 +10,8 @@ from sklearn.ensemble import HistGradientBoostingRegressor
 
 from sk_sointer import HardKumaExplainer, RealXExplainer, metrics
 from sk_sointer.distributions import HardKumaraswamy, open_gate_probability
-from sk_sointer.explainers._hardkuma import RateConstraint, neighbour_pairs
+from sk_sointer._layout import RowLayout
+from sk_sointer.explainers._hardkuma import RateConstraint
 
 FAST = {"max_epochs": 30, "batch_size": 100, "random_state": 0, "device": "cpu"}
 
@@ -119,11 +120,13 @@ def test_quadratic_term_pulls_from_both_sides_of_a_two_sided_constraint():
 
 
 def test_neighbour_pairs_of_sequences_images_and_patches():
-    np.testing.assert_array_equal(neighbour_pairs(4, (4,)), [[0, 1], [1, 2], [2, 3]])
-    pairs = neighbour_pairs(6, (1, 2, 3))  # a 2 x 3 image, one group per pixel
+    pairs = RowLayout(4).neighbour_pairs(4)
+    np.testing.assert_array_equal(pairs, [[0, 1], [1, 2], [2, 3]])
+    # a 2 x 3 image, one group per pixel
+    pairs = RowLayout(6, image_shape=(1, 2, 3)).neighbour_pairs(6)
     assert len(pairs) == 2 * 2 + 3  # two per row, three vertical
     assert {(0, 1), (1, 2), (0, 3), (2, 5)} <= set(map(tuple, pairs.tolist()))
-    pairs = neighbour_pairs(4, (1, 8, 8), patch_size=4)  # 2 x 2 patches
+    pairs = RowLayout(64, image_shape=(1, 8, 8), patch_size=4).neighbour_pairs(4)  # 2 x 2 patches
     assert sorted(map(tuple, pairs.tolist())) == [(0, 1), (0, 2), (1, 3), (2, 3)]
 
 

@@ -10,7 +10,7 @@ from sklearn.datasets import load_digits
 from sklearn.linear_model import LogisticRegression
 
 from sk_sointer import CNN, CNNSelector, L2XExplainer, RealXExplainer, load, save
-from sk_sointer._masking import image_shape_of, patch_groups
+from sk_sointer._layout import image_shape_of, patch_groups
 from sk_sointer.metrics import posthoc_accuracy
 
 torch.set_num_threads(1)

@@ -5,7 +5,8 @@ import pytest
 import torch
 from sklearn.linear_model import LogisticRegression
 
-from sk_sointer import L2XExplainer, RealXExplainer
+from sk_sointer import (HardKumaExplainer, L2XExplainer, MEEDExplainer, RealXExplainer,
+                        SOInterExplainer)
 from sk_sointer.black_box import BlackBox
 from sk_sointer.explainers._net import SelectorJudgeNet
 from sk_sointer.metrics import EvalXEvaluator
@@ -103,3 +104,26 @@ def test_score_fills_left_out_features_with_the_training_mean(table):
     zero.fit(X, black_box=model)
     filled = np.where(zero.transform(X) > 0, X, 0.0)
     assert zero.score(X) == pytest.approx(np.mean(model.predict(filled) == model.predict(X)))
+
+
+def test_shared_parameters_have_the_same_names_and_order_in_every_explainer():
+    """Every explainer ends its signature with the same shared parameters, in one order:
+    the refinement, the modality (what a row is; ``tokens`` where the method reads token
+    ids) and skorch's training knobs. Their constraints are declared once, in the base."""
+    import inspect
+
+    from sk_sointer.base import TOKENS_CONSTRAINT, BaseExplainer
+
+    shared = ["refine", "baseline", "groups", "image_shape", "patch_size", "tokens",
+              "max_epochs", "batch_size", "lr", "weight_decay", "optimizer", "callbacks",
+              "train_split", "device", "data_on_device", "random_state", "verbose"]
+    for cls in (L2XExplainer, RealXExplainer, MEEDExplainer, SOInterExplainer,
+                HardKumaExplainer):
+        names = list(inspect.signature(cls).parameters)
+        tail = names[names.index("refine"):]
+        expected = [name for name in shared if name != "tokens" or "tokens" in names]
+        assert tail == expected, cls.__name__
+        for name in ("groups", "image_shape", "patch_size", "refine", *TOKENS_CONSTRAINT):
+            if name in names:
+                assert cls._parameter_constraints[name] is (
+                    TOKENS_CONSTRAINT.get(name) or BaseExplainer._parameter_constraints[name])

@@ -19,18 +19,15 @@ trains (``"random"``, as REAL-X does, so that the choice of features cannot carr
 prediction). The random-mask objective lives in :mod:`._random_mask`.
 """
 
-import math
 from numbers import Integral, Real
 
-import numpy as np
 import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 from torch import nn
 
 from .._docstrings import fill_doc
 from .._networks import MLP
-from .._search import ModelRefinement
-from ..base import BaseExplainer
+from ..base import TOKENS_CONSTRAINT, BaseExplainer
 from ..distributions import HardKumaraswamy, open_gate_probability, open_logit
 from ._net import set_mode
 from ._random_mask import PredictorFirstNet, log_likelihood
@@ -172,7 +169,7 @@ class HardKumaNet(PredictorFirstNet):
         return torch.stack(values)
 
     def _valid_groups(self, X):
-        if not getattr(self.masker, "tokens", False):
+        if not self.masker.tokens:
             return None
         return (X[:, : self.n_features] != 0).to(X.dtype)
 
@@ -208,26 +205,6 @@ class HardKumaNet(PredictorFirstNet):
 
     def predictor_phase(self):
         return self.predictor_masks == "random" and super().predictor_phase()
-
-
-def neighbour_pairs(n_groups, input_shape, patch_size=None):
-    """Index pairs of neighbouring groups: adjacent pixels (or patches) of an image, in
-    each channel, horizontally and vertically; consecutive groups otherwise."""
-    ids = None
-    if len(input_shape) == 3:
-        channels, height, width = input_shape
-        if patch_size is not None:
-            ph, pw = (patch_size, patch_size) if np.ndim(patch_size) == 0 else patch_size
-            grid = (1, -(-height // ph), -(-width // pw))
-        else:
-            grid = (channels, height, width)
-        if math.prod(grid) == n_groups:
-            ids = np.arange(n_groups).reshape(grid)
-    if ids is None:
-        return np.stack([np.arange(n_groups - 1), np.arange(1, n_groups)], axis=1)
-    horizontal = np.stack([ids[..., :-1].ravel(), ids[..., 1:].ravel()], axis=1)
-    vertical = np.stack([ids[:, :-1, :].ravel(), ids[:, 1:, :].ravel()], axis=1)
-    return np.concatenate([horizontal, vertical])
 
 
 @fill_doc
@@ -423,11 +400,7 @@ zero_output=True)
 
     _parameter_constraints: dict = {
         **BaseExplainer._parameter_constraints,
-        "refine": [StrOptions({"model"}), ModelRefinement, None],
-        "groups": ["array-like", None],
-        "image_shape": [tuple, list, None],
-        "patch_size": [Integral, tuple, list, None],
-        "tokens": ["boolean"],
+        **TOKENS_CONSTRAINT,
         "selection_rate": [Interval(Real, 0, 1, closed="neither"), None],
         "k": [Interval(Integral, 1, None, closed="left"), None],
         "transition_rate": [Interval(Real, 0, 1, closed="both"), None],
@@ -533,7 +506,7 @@ zero_output=True)
             append_mask = self.predictor_masks == "random"
         pairs = None
         if self.transition_rate is not None:
-            pairs = neighbour_pairs(problem.n_groups, problem.input_shape, self.patch_size)
+            pairs = problem.layout.neighbour_pairs(problem.n_groups)
         return HardKumaNet(
             self.selector,
             predictor=self.predictor,

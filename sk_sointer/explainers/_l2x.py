@@ -12,13 +12,12 @@ At explanation time the mask is the top-k of the logits (§3.4).
 
 from numbers import Integral, Real
 
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval
 from skorch.utils import to_tensor
 
 from .._docstrings import fill_doc
 from .._networks import MLP
-from .._search import ModelRefinement
-from ..base import BaseExplainer
+from ..base import TOKENS_CONSTRAINT, BaseExplainer
 from .._topk import topk_mask
 from ..distributions import SubsetConcrete
 from ._net import SelectorJudgeNet
@@ -176,15 +175,11 @@ class L2XExplainer(BaseExplainer):
 
     _parameter_constraints: dict = {
         **BaseExplainer._parameter_constraints,
-        "groups": ["array-like", None],
-        "image_shape": [tuple, list, None],
-        "patch_size": [Integral, tuple, list, None],
-        "tokens": ["boolean"],
+        **TOKENS_CONSTRAINT,
         "k": [Interval(Integral, 1, None, closed="left")],
         "tau": [Interval(Real, 0, None, closed="neither")],
         "selector": [callable],
         "approximator": [callable],
-        "refine": [StrOptions({"model"}), ModelRefinement, None],
     }
 
     def __init__(

@@ -38,7 +38,6 @@ from .._docstrings import fill_doc
 from .._networks import MLP, output_feedback_selector
 from .._outputs import output_loss, output_values
 from .._utils import in_chunks
-from .._search import ModelRefinement
 from ..base import BaseExplainer
 from .._topk import topk_mask
 from ..distributions import SubsetConcrete
@@ -441,10 +440,6 @@ class MEEDExplainer(BaseExplainer):
 
     _parameter_constraints: dict = {
         **BaseExplainer._parameter_constraints,
-        "refine": [StrOptions({"model"}), ModelRefinement, None],
-        "groups": ["array-like", None],
-        "image_shape": [tuple, list, None],
-        "patch_size": [Integral, tuple, list, None],
         "k": [Interval(Integral, 1, None, closed="left")],
         "tau": [Interval(Real, 0, None, closed="neither")],
         "w_u": [Interval(Real, 0, None, closed="left")],
@@ -549,7 +544,7 @@ class MEEDExplainer(BaseExplainer):
         ``dtype=None``: the dtype of ``X``."""
         X = self._validate_transform_input(X, finite=False)
         rows = self._explain_rows(X, finish, dtype or X.dtype, self._outputs_of(X, outputs))
-        return self._shaped(rows)
+        return self.layout_.unflatten(rows)
 
     def _outputs_of(self, X, outputs):
         """The black box's outputs on the raw rows ``X``, standardised as in training."""

@@ -96,7 +96,7 @@ class SelectorJudgeNet(NeuralNet):
     @property
     def judge_in_features(self):
         # Token ids always come with their mask (the judge masks in its embedding).
-        masked_width = 2 if self.append_mask or getattr(self.masker, "tokens", False) else 1
+        masked_width = 2 if self.append_mask or self.masker.tokens else 1
         return self.n_features * masked_width
 
     @property

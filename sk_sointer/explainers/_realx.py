@@ -23,8 +23,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._docstrings import fill_doc
 from .._networks import MLP
-from .._search import ModelRefinement
-from ..base import BaseExplainer
+from ..base import TOKENS_CONSTRAINT, BaseExplainer
 from ..distributions import HardKumaraswamy, RebarBernoulli, open_gate_probability
 from ._net import set_mode
 from ._random_mask import PredictorFirstNet, log_likelihood
@@ -317,11 +316,7 @@ class RealXExplainer(BaseExplainer):
 
     _parameter_constraints: dict = {
         **BaseExplainer._parameter_constraints,
-        "refine": [StrOptions({"model"}), ModelRefinement, None],
-        "groups": ["array-like", None],
-        "image_shape": [tuple, list, None],
-        "patch_size": [Integral, tuple, list, None],
-        "tokens": ["boolean"],
+        **TOKENS_CONSTRAINT,
         "k": [Interval(Integral, 1, None, closed="left"), None],
         "alpha": [Interval(Real, 0, None, closed="left")],
         "tau": [Interval(Real, 0, None, closed="neither")],

@@ -30,7 +30,6 @@ from skorch.utils import to_tensor
 from .._docstrings import fill_doc
 from .._networks import MLP
 from .._utils import in_chunks, resolve_device
-from .._search import ModelRefinement
 from .._topk import random_masks
 from ..base import BaseExplainer
 from .._topk import topk_mask
@@ -483,7 +482,6 @@ class SOInterExplainer(BaseExplainer):
 
     _parameter_constraints: dict = {
         **BaseExplainer._parameter_constraints,
-        "refine": [StrOptions({"model"}), ModelRefinement, None],
         "target": [Integral],
         "k": [Interval(Integral, 1, None, closed="left")],
         "tau": [Interval(Real, 0, None, closed="neither")],
@@ -501,9 +499,6 @@ class SOInterExplainer(BaseExplainer):
         "n_samples": [Interval(Integral, 2, None, closed="left")],
         "straight_through": ["boolean"],
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
-        "groups": ["array-like", None],
-        "image_shape": [tuple, list, None],
-        "patch_size": [Integral, tuple, list, None],
     }
 
     def __init__(

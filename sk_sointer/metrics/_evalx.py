@@ -297,8 +297,8 @@ class EvalXEvaluator(_SkorchEstimatorMixin, BaseEstimator):
 
     def _check_masked_input(self, X, masks):
         check_is_fitted(self)
-        X = validate_data(self, self._flat_rows(X), dtype=[np.float32, np.float64], reset=False)
-        return X, _check_masks(self._flat_rows(masks, "masks"), X.shape)
+        X = validate_data(self, self.layout_.flatten(X), dtype=[np.float32, np.float64], reset=False)
+        return X, _check_masks(self.layout_.flatten(masks, "masks"), X.shape)
 
     def _raw_masked(self, X, masks):
         """Raw outputs of the evaluator on ``m(x, mask)`` (CPU tensor), in evaluation mode."""

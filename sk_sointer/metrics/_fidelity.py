@@ -13,7 +13,8 @@ import numpy as np
 import torch
 from sklearn.utils import check_array
 
-from .._masking import Masker, flatten_rows, image_shape_of
+from .._layout import flatten_rows, image_shape_of
+from .._masking import Masker
 from .._networks import MLP, build_network
 from .._outputs import output_agreement, output_loss, output_values
 from .._utils import in_chunks, resolve_device, seeded

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from sklearn.utils import check_array, check_random_state
 
-from .._masking import flatten_rows
+from .._layout import flatten_rows
 
 
 def max_sensitivity(explainer, X, *, radius=0.2, n_samples=50, random_state=0):
