@@ -86,6 +86,30 @@ class Masker:
         self._tensors = {}
         return self
 
+    # The fitted state: the per-feature arrays, the groups and their number.
+    FITTED_ARRAYS = ("mean_", "scale_", "baseline_", "baseline_scaled_")
+
+    def state_dict(self):
+        """The fitted state: ``mean_``, ``scale_``, ``baseline_`` and ``baseline_scaled_``
+        (arrays of shape ``(n_features,)``), ``n_groups_``, and ``groups_`` with groups."""
+        state = {name: getattr(self, name) for name in self.FITTED_ARRAYS}
+        state["n_groups_"] = self.n_groups_
+        if self.groups_ is not None:
+            state["groups_"] = self.groups_
+        return state
+
+    @classmethod
+    def from_state(cls, state, *, baseline="mean", groups=None, tokens=False):
+        """A fitted masker with the parameters given and the fitted ``state`` of
+        :meth:`state_dict` (``groups`` default to the state's, as patches are)."""
+        groups_ = state.get("groups_")
+        masker = cls(baseline, groups_ if groups is None else groups, tokens=tokens)
+        for name in cls.FITTED_ARRAYS:
+            setattr(masker, name, state[name])
+        masker.groups_, masker.n_groups_ = groups_, state["n_groups_"]
+        masker._tensors = {}
+        return masker
+
     def _resolve_baseline(self, n_features):
         baseline = self.baseline
         if self.tokens:

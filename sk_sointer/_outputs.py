@@ -76,6 +76,19 @@ class OutputSpec:
             if kind != "categorical" and stop - start != 1:
                 raise ValueError(f"a {kind} output has one column; got columns [{start}, {stop}).")
 
+    def state_dict(self):
+        """The spec as plain values and arrays: what :meth:`from_state` rebuilds it from."""
+        return {"kinds": list(self.kinds), "blocks": [list(block) for block in self.blocks],
+                "classes": self.classes, "target": self.target, "center": self.center,
+                "scale": self.scale}
+
+    @classmethod
+    def from_state(cls, state):
+        """The spec of :meth:`state_dict`."""
+        return cls(tuple(state["kinds"]), tuple(tuple(block) for block in state["blocks"]),
+                   classes=state["classes"], target=state["target"], center=state["center"],
+                   scale=state["scale"])
+
     @property
     def n_outputs(self):
         """Number of outputs (blocks)."""

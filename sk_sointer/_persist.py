@@ -80,8 +80,6 @@ _STRUCTURED = ("net_", "masker_", "output_spec_", "black_box_", "layout_")
 _LAYOUT_ATTRIBUTES = {"row_shape_": "row_shape", "image_shape_": "image_shape",
                       "n_tokens_": "n_tokens"}
 
-_MASKER_ARRAYS = ("mean_", "scale_", "baseline_", "baseline_scaled_")
-_MASKER_STATE = {*_MASKER_ARRAYS, "groups_", "n_groups_"}
 
 _ATTRIBUTE_NAME = re.compile(r"[a-z][a-z0-9_]*_\Z")
 
@@ -684,19 +682,11 @@ def _is_shape(shape, lengths, n_values):
 
 
 def _masker_state(masker, tensors):
-    unknown = sorted(
-        name for name in vars(masker) if _is_fitted_attribute(name) and name not in _MASKER_STATE
-    )
-    if unknown:
-        raise ValueError(
-            f"sk_sointer.save does not know the masker's fitted state {unknown}; it would be "
-            "lost in the file."
-        )
-    for name in _MASKER_ARRAYS:
-        tensors[f"masker_.{name}"] = torch.from_numpy(np.array(getattr(masker, name)))
-    if masker.groups_ is not None:
-        tensors["masker_.groups_"] = torch.from_numpy(np.array(masker.groups_))
-    return {"n_groups_": int(masker.n_groups_)}
+    state = masker.state_dict()
+    for name, value in state.items():
+        if name != "n_groups_":
+            tensors[f"masker_.{name}"] = torch.from_numpy(np.array(value))
+    return {"n_groups_": int(state["n_groups_"])}
 
 
 def _load_masker(estimator, state, tensors):
@@ -706,36 +696,30 @@ def _load_masker(estimator, state, tensors):
     if not 1 <= n_groups <= n_features:
         raise ValueError(f"The file's masker has n_groups_={n_groups} for "
                          f"n_features_in_={n_features} features.")
-    masker = Masker(estimator.baseline, estimator.groups, tokens=estimator.tokens)
-    fitted = {"n_groups_": n_groups, "groups_": None}
-    for name in _MASKER_ARRAYS:
+    fitted = {"n_groups_": n_groups}
+    for name in Masker.FITTED_ARRAYS:
         fitted[name] = _array(tensors, f"masker_.{name}", (n_features,), "f")
-    if masker.groups is not None or estimator.patch_size is not None:
+    if estimator.groups is not None or estimator.patch_size is not None:
         groups = fitted["groups_"] = _array(tensors, "masker_.groups_", (n_features,), "i")
         # As fit numbers them: every group from 0 to n_groups_ - 1 has a feature.
         if len(np.unique(groups)) != n_groups or groups.min() != 0 or groups.max() != n_groups - 1:
             raise ValueError("The file's feature groups do not match its number of groups.")
-        if masker.groups is None:  # the patches of patch_size, as fit gave them to the masker
-            masker.groups = groups
     elif n_groups != n_features:
         raise ValueError(f"The file's masker has n_groups_={n_groups} without feature groups; "
                          f"expected n_features_in_={n_features}.")
-    if "masker_.groups_" in tensors and fitted["groups_"] is None:
+    if "masker_.groups_" in tensors and "groups_" not in fitted:
         raise ValueError("The file holds feature groups that its parameters do not ask for.")
-    # What Masker.fit sets, with the cache of device copies it starts empty.
-    vars(masker).update(fitted, _tensors={})
-    return masker
+    return Masker.from_state(fitted, baseline=estimator.baseline, groups=estimator.groups,
+                             tokens=estimator.tokens)
 
 
 def _spec_state(spec, tensors):
-    tensors["output_spec_.center"] = torch.from_numpy(np.array(spec.center, dtype=np.float64))
-    tensors["output_spec_.scale"] = torch.from_numpy(np.array(spec.scale, dtype=np.float64))
-    return {
-        "kinds": list(spec.kinds),
-        "blocks": [list(block) for block in spec.blocks],
-        "classes": _encode(spec.classes, "the output spec's classes"),
-        "target": spec.target,
-    }
+    state = spec.state_dict()
+    for name in ("center", "scale"):
+        tensors[f"output_spec_.{name}"] = torch.from_numpy(
+            np.array(state.pop(name), dtype=np.float64))
+    state["classes"] = _encode(state["classes"], "the output spec's classes")
+    return state
 
 
 def _load_spec(state, tensors):
@@ -764,11 +748,11 @@ def _load_spec(state, tensors):
     ):
         raise ValueError("The file's output spec has classes that do not match its outputs.")
     n_columns = spec.n_columns
-    return OutputSpec(
-        spec.kinds, spec.blocks, classes=spec.classes, target=spec.target,
-        center=_array(tensors, "output_spec_.center", (n_columns,), "f"),
-        scale=_array(tensors, "output_spec_.scale", (n_columns,), "f"),
-    )
+    return OutputSpec.from_state({
+        **spec.state_dict(),
+        "center": _array(tensors, "output_spec_.center", (n_columns,), "f"),
+        "scale": _array(tensors, "output_spec_.scale", (n_columns,), "f"),
+    })
 
 
 def _int(value):
@@ -907,7 +891,7 @@ def _check_tensors(estimator, shapes, header, path):
     """The file holds every tensor the rebuilt estimator has, no other, each of the
     shape and dtype the estimator's networks give it (read from the header)."""
     expected = set(shapes)
-    expected |= {f"masker_.{name}" for name in _MASKER_ARRAYS}
+    expected |= {f"masker_.{name}" for name in Masker.FITTED_ARRAYS}
     expected |= {"output_spec_.center", "output_spec_.scale"}
     if estimator.masker_.groups_ is not None:
         expected.add("masker_.groups_")

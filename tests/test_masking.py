@@ -283,3 +283,19 @@ def test_masks_do_not_depend_on_regression_target_units(make):
                                rtol=1e-5)
     assert _same_rows(expl.transform(X), expl_1e5.transform(X)) >= 0.99
     assert expl.score(X, y) == pytest.approx(expl_1e5.score(X, y * 1e5), abs=1e-3)
+
+
+@pytest.mark.parametrize("groups", [None, [0, 0, 1, 2, 2]])
+def test_a_masker_rebuilt_from_its_state_masks_as_the_fitted_one(groups):
+    rng = np.random.RandomState(0)
+    X = (rng.rand(50, 5) * [1, 10, 100, 1000, 5]).astype(np.float32)
+    fitted = Masker("mean", groups).fit(X)
+    state = fitted.state_dict()
+    assert ("groups_" in state) == (groups is not None)
+    rebuilt = Masker.from_state(state, baseline="mean", groups=groups)
+    masks = (rng.rand(50, 5) > 0.5).astype(np.float32)
+    np.testing.assert_array_equal(rebuilt.mask_raw(X, masks), fitted.mask_raw(X, masks))
+    np.testing.assert_array_equal(rebuilt.standardize(X), fitted.standardize(X))
+    assert rebuilt.n_groups_ == fitted.n_groups_
+    group_masks = np.eye(fitted.n_groups_, dtype=np.float32)
+    np.testing.assert_array_equal(rebuilt.expand(group_masks), fitted.expand(group_masks))

@@ -208,3 +208,13 @@ def test_output_agreement_per_kind(mixed):
     assert output_agreement(reference, other, mixed) == pytest.approx(np.mean(scores))
     with pytest.raises(ValueError, match="multioutput should be"):
         output_agreement(reference, other, mixed, multioutput="variance_weighted")
+
+
+def test_an_output_spec_rebuilt_from_its_state_is_the_same_spec():
+    y = np.array([[0.2, 1.0], [3.0, 0.0], [1.5, 1.0]])
+    spec = spec_of(["real", "bernoulli"], [1, 1]).select(1).fitted(y)
+    rebuilt = OutputSpec.from_state(spec.state_dict())
+    assert rebuilt == spec and rebuilt.target == 1
+    np.testing.assert_array_equal(rebuilt.center, spec.center)
+    np.testing.assert_array_equal(rebuilt.scale, spec.scale)
+    np.testing.assert_array_equal(rebuilt.standardize(y), spec.standardize(y))

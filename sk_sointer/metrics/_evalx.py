@@ -9,7 +9,6 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.metrics import r2_score, roc_auc_score
-from sklearn.utils import check_array
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._docstrings import fill_doc
