@@ -211,8 +211,8 @@ def save(estimator, path):
     tensors = {}
     doc["masker"] = _masker_state(estimator.masker_, tensors)
     doc["output_spec"] = _spec_state(estimator.output_spec_, tensors)
-    for name in _module_names(net):
-        for key, value in getattr(net, name + "_").state_dict().items():
+    for name, module in net.state_modules().items():
+        for key, value in module.state_dict().items():
             tensors[f"net_.{name}_.{key}"] = value.detach().to("cpu", copy=True).contiguous()
     try:
         save_file(tensors, path, metadata={_METADATA_KEY: json.dumps(doc)})
@@ -809,11 +809,6 @@ def _attach(black_box, estimator):
 # --------
 
 
-def _module_names(net):
-    """Names of the net's torch modules and criteria, as skorch tracks them."""
-    return [*net._modules, *net._criteria]
-
-
 def _load_net(estimator, state, header, device, path):
     """The estimator's net, built by its ``_build_net`` and holding the stored weights.
 
@@ -859,8 +854,7 @@ def _load_net(estimator, state, header, device, path):
     # random state is left as it was. The seed and the sample count only configure training.
     with seeded(0, device) as seed:
         net = _built_net(estimator, problem, selector_in_features, device, seed)
-    for name in _module_names(net):
-        module = getattr(net, name + "_")
+    for name, module in net.state_modules().items():
         prefix = f"net_.{name}_."
         weights = {key: tensors[prefix + key] for key in module.state_dict()}
         module.load_state_dict(weights, strict=True)
@@ -882,8 +876,8 @@ def _built_states(estimator, problem, selector_in_features, device):
     net = _built_net(estimator, problem, selector_in_features, device, 0)
     return {
         f"net_.{name}_.{key}": (tuple(value.shape), value.dtype)
-        for name in _module_names(net)
-        for key, value in getattr(net, name + "_").state_dict().items()
+        for name, module in net.state_modules().items()
+        for key, value in module.state_dict().items()
     }
 
 

@@ -752,10 +752,9 @@ def _diverged(net):
     """Whether a (partly) trained net holds non-finite weights."""
     if net is None or not getattr(net, "initialized_", False):
         return False
-    modules = [getattr(net, name + "_", None) for name in net._modules]
     return any(
         not bool(torch.isfinite(param).all())
-        for module in modules if isinstance(module, torch.nn.Module)
+        for module in net.state_modules().values() if isinstance(module, torch.nn.Module)
         for param in module.parameters()
     )
 

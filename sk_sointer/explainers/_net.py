@@ -125,6 +125,12 @@ class SelectorJudgeNet(NeuralNet):
         return build_network(factory, self.judge_in_features, self.output_spec.n_columns,
                              self.input_shape, n_tokens=self.n_tokens)
 
+    def state_modules(self):
+        """The net's torch modules by name, as skorch registered them (the selector
+        ``module``, the judges, the criterion and any module a method adds), each stored
+        as the attribute of its name with a trailing ``_``: the net's trained state."""
+        return {name: getattr(self, name + "_") for name in [*self._modules, *self._criteria]}
+
     def module_optimizer(self, prefix, module):
         """An instance of the net's optimizer class over ``module``'s parameters only, with
         the options given as ``<prefix>__name`` (``optimizer__weight_decay``, ...)."""
