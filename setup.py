@@ -60,7 +60,7 @@ setup(
         # predict_batch_udf needs Spark 3.4 or newer, and Spark a Java runtime.
         "spark": ["pyspark>=3.4", "pandas", "pyarrow"],
     },
-    entry_points={"console_scripts": ["sk_sointer = sk_sointer.__main__:main"]},
+    entry_points={"console_scripts": ["sk_sointer = sk_sointer._cli:main"]},
     classifiers=[
         "Programming Language :: Python :: 3",
         "Intended Audience :: Science/Research",

@@ -11,8 +11,9 @@ import torch
 from sklearn.linear_model import LogisticRegression
 
 import sk_sointer
-import sk_sointer.__main__ as cli
-from sk_sointer.__main__ import main
+from sk_sointer._cli import _common, demo, explain
+from sk_sointer._cli import _param as cli_param
+from sk_sointer._cli import main
 from sk_sointer._topk import topk_mask
 from sk_sointer import metrics
 from sk_sointer.metrics import posthoc_accuracy
@@ -136,13 +137,14 @@ def printed_fidelities(out):
 def built(monkeypatch):
     """The explainers the CLI builds, in order, to read their parameters after a run."""
     explainers = []
-    original = cli._build_explainer
+    original = _common._build_explainer
 
     def spy(*args, **kwargs):
         explainers.append(original(*args, **kwargs))
         return explainers[-1]
 
-    monkeypatch.setattr(cli, "_build_explainer", spy)
+    for command in (demo, explain):
+        monkeypatch.setattr(command, "_build_explainer", spy)
     return explainers
 
 
@@ -185,19 +187,19 @@ def test_demo_rejects_too_few_samples(capsys):
 @pytest.mark.parametrize("method", ["l2x", "realx"])
 def test_demo_runs_every_method_next_to_random_masks(capsys, monkeypatch, built, method):
     calls = []
-    original = cli._random_mask_fidelity
+    original = _common._random_mask_fidelity
 
     def spy(black_box, X, counts, baseline, seed):
         calls.append((X, counts, baseline, original(black_box, X, counts, baseline, seed)))
         return calls[-1][-1]
 
-    monkeypatch.setattr(cli, "_random_mask_fidelity", spy)
+    monkeypatch.setattr(demo, "_random_mask_fidelity", spy)
     argv = ["demo", "--dataset", "xor", "--n-samples", "300", "--method", method, *FAST]
     assert main(argv) == 0
     out = capsys.readouterr().out
     (explainer,) = built
     (X, counts, baseline, chance), = calls
-    assert type(explainer) is cli._methods()[method]
+    assert type(explainer) is _common._methods()[method]
     # The reference keeps as many random features per row as the explanations of the same
     # held-out rows, with the explainer's baseline.
     assert len(X) == 150
@@ -265,7 +267,7 @@ def test_pandas_default_header_is_a_header(capsys, tmp_path, model_path, data):
     (["1", "2", "3"], False), (["0"], False), (["0.0", "1.0", "2.0"], False),
 ])
 def test_default_header_detection(first, is_header):
-    assert cli._is_default_header(first) is is_header
+    assert explain._is_default_header(first) is is_header
 
 
 def test_explain_forced_header_on_numeric_first_row(tmp_path, model_path, data):
@@ -494,7 +496,7 @@ def test_realx_without_k_thresholds_the_scores(capsys, tmp_path, model_path, csv
     ],
 )
 def test_param_values_are_read_as_json_where_they_parse(text, expected):
-    assert cli._param(text) == expected
+    assert cli_param(text) == expected
 
 
 def test_params_reach_the_estimator(tmp_path, built, model_path, csv_path):
@@ -597,11 +599,11 @@ def test_scores_without_header(tmp_path, model_path, data):
 def test_fit_rows_are_drawn_at_random(capsys, tmp_path, model_path, csv_path, data):
     X = data[0]
     model = joblib.load(model_path)
-    rows = cli._fit_rows(N_ROWS, 60, 3)
+    rows = explain._fit_rows(N_ROWS, 60, 3)
     assert len(np.unique(rows)) == 60 and not np.array_equal(rows, np.arange(60))
-    np.testing.assert_array_equal(rows, cli._fit_rows(N_ROWS, 60, 3))
-    assert not np.array_equal(rows, cli._fit_rows(N_ROWS, 60, 4))
-    assert cli._fit_rows(N_ROWS, N_ROWS, 3) is None  # all rows
+    np.testing.assert_array_equal(rows, explain._fit_rows(N_ROWS, 60, 3))
+    assert not np.array_equal(rows, explain._fit_rows(N_ROWS, 60, 4))
+    assert explain._fit_rows(N_ROWS, N_ROWS, 3) is None  # all rows
 
     out = tmp_path / "masks.csv"
     saved = tmp_path / "explainer.safetensors"

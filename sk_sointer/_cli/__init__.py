@@ -1,0 +1,210 @@
+"""Command-line interface: ``python -m sk_sointer {demo,explain}``.
+
+``demo`` trains a black box on one of the built-in synthetic sets, explains it and reports
+fidelity, agreement with the ground truth and timings. ``explain`` explains a saved model on
+the rows of a CSV file and writes the masks (and, if asked, the scores behind them) to CSV
+files; it can save the fitted explainer, or load a saved one instead of fitting.
+
+Exit status: 2 for bad input (options, files, parameter names and values: whatever the
+CLI's or the estimator's validation rejects), with a one-line message on stderr and never a
+traceback; 1 when the user's model raises, with one line naming the model and its error
+(the traceback too with ``--debug``). The CSV files are read and written with the standard
+library, so pandas is not needed.
+"""
+
+import argparse
+import json
+import math
+import sys
+import traceback
+
+from ._common import _InputError, _ModelError, _defaults, _methods
+from .demo import _DEMO_MIN_ROWS, _DEMO_SETS, _run_demo
+from .explain import _run_explain
+
+
+def _positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer; got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer; got {value}")
+    return value
+
+
+def _demo_rows(text):
+    value = _positive_int(text)
+    if value < _DEMO_MIN_ROWS:
+        raise argparse.ArgumentTypeError(f"needs at least {_DEMO_MIN_ROWS} rows; got {value}")
+    return value
+
+
+def _device(text):
+    import torch
+
+    try:
+        if text != "auto":
+            torch.device(text)
+    except (RuntimeError, TypeError):
+        raise argparse.ArgumentTypeError(
+            f"expected auto, cpu, cuda or cuda:N; got {text!r}"
+        ) from None
+    return text
+
+
+def _baseline(text):
+    if text in ("mean", "zero"):
+        return text
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected mean, zero or a number; got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number; got {text!r}")
+    return value
+
+
+def _param(text):
+    """``NAME=VALUE`` as ``(name, value)``, the value read as JSON where it parses."""
+    name, sep, value = text.partition("=")
+    name = name.strip()
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE; got {text!r}")
+    try:
+        return name, json.loads(value)
+    except ValueError:
+        return name, value
+
+
+def _max_epochs_help(methods):
+    text = "training epochs of the explainer (default: the method's own)"
+    for name, cls in sorted(methods.items()):
+        defaults = _defaults(cls)
+        if defaults.get("predictor_epochs") is not None:
+            text += (
+                f". {name} trains its predictor alone for its first predictor_epochs epochs: "
+                "unless --param predictor_epochs=N is given, --max-epochs scales them in the "
+                f"default proportion ({defaults['predictor_epochs']} of "
+                f"{defaults['max_epochs']} epochs, rounded)"
+            )
+    return text
+
+
+def _k_defaults_help(methods):
+    parts = []
+    for name, cls in sorted(methods.items()):
+        k = _defaults(cls).get("k")
+        if k is not None:
+            parts.append(f"{name} {k}, or every feature of narrower data")
+        elif "selection_rate" in _defaults(cls):
+            parts.append(f"{name} none: every feature whose test-time gate is open, a "
+                         "selection_rate share of them on average (--param selection_rate=R)")
+        else:
+            parts.append(f"{name} none: every feature with selection probability above "
+                         "0.5, so the number varies per row")
+    return "; ".join(parts)
+
+
+def _build_parser():
+    methods = _methods()
+    parser = argparse.ArgumentParser(
+        prog="python -m sk_sointer",
+        description="Amortized instance-wise feature selection for black-box models.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--method", default=None,
+                        help="explainer: " + ", ".join(sorted(methods)) + " (default: l2x)")
+    common.add_argument("--param", type=_param, action="append", default=[],
+                        metavar="NAME=VALUE",
+                        help="set any parameter of the explainer, nested ones included, e.g. "
+                        "lr=0.01 or selector__hidden_units=[50,50] (repeatable). VALUE is read "
+                        "as JSON where it parses (numbers, true, false, null, lists) and as "
+                        "text otherwise")
+    common.add_argument("--max-epochs", type=_positive_int, default=None,
+                        help=_max_epochs_help(methods))
+    common.add_argument("--random-state", type=int, default=0, help="seed (default: 0)")
+    common.add_argument("--device", type=_device, default="auto",
+                        help="torch device: auto, cpu or cuda (default: auto)")
+    common.add_argument("--threads", type=_positive_int, default=1,
+                        help="torch CPU threads (default: 1, fastest for these small networks)")
+
+    demo = commands.add_parser(
+        "demo", parents=[common],
+        help="explain a neural network on a built-in synthetic set with known answers",
+        description="Train an MLP on a synthetic set whose relevant features are known, "
+        "fit an explainer to it (L2X unless --method says otherwise) and report fidelity "
+        "next to random masks', ground-truth agreement and timings.",
+    )
+    demo.add_argument("--dataset", choices=sorted(_DEMO_SETS), default="orange_skin",
+                      help="synthetic set (default: orange_skin)")
+    demo.add_argument("--n-samples", type=_demo_rows, default=10_000,
+                      help="rows generated, of which up to 1,000 are held out (default: 10000)")
+    demo.add_argument("-k", "--k", type=_positive_int, default=None,
+                      help="features selected per row (default: the set's true number, or "
+                      "for a method whose own default is none, such as realx, every feature "
+                      "with selection probability above 0.5; hardkuma: its open gates)")
+    demo.set_defaults(handler=_run_demo)
+
+    explain = commands.add_parser(
+        "explain", parents=[common],
+        help="explain a saved model on the rows of a CSV file",
+        description="Fit an explainer to a joblib-saved model on the rows of a numeric CSV "
+        "file (or load a saved one with --explainer) and write one 0/1 mask per row to "
+        "another CSV file. Loading a joblib file runs code from it: only load files you "
+        "trust. Exit status: 2 for bad input, 1 when the model itself raises.",
+    )
+    explain.add_argument("model", metavar="MODEL.joblib", help="fitted model saved with joblib")
+    explain.add_argument("data", metavar="DATA.csv", help="numeric features, one row per sample")
+    explain.add_argument("-k", "--k", type=int, default=None,
+                         help="features selected per row (default: the method's own: "
+                         + _k_defaults_help(methods) + ")")
+    explain.add_argument("--out", required=True, metavar="MASKS.csv", help="where to write masks")
+    explain.add_argument("--scores", default=None, metavar="SCORES.csv",
+                         help="also write the real-valued scores behind the masks (higher "
+                         "means more relied on), laid out like the masks")
+    explain.add_argument("--baseline", type=_baseline, default=None,
+                         help="value of a left-out feature: mean (the column's mean over the "
+                         "fit rows), zero, or a number (default: mean)")
+    explain.add_argument("--fit-rows", type=_positive_int, default=None,
+                         help="fit on N rows drawn at random (seeded by --random-state); "
+                         "every row is still explained (default: all rows)")
+    explain.add_argument("--save-explainer", default=None, metavar="PATH",
+                         help="save the fitted explainer (a safetensors file, no pickle)")
+    explain.add_argument("--explainer", default=None, metavar="PATH",
+                         help="load an explainer saved with --save-explainer instead of "
+                         "fitting one; MODEL is still needed, for the fidelity")
+    header = explain.add_mutually_exclusive_group()
+    header.add_argument("--header", dest="header", action="store_const", const=True,
+                        default=None, help="the first row holds column names")
+    header.add_argument("--no-header", dest="header", action="store_const", const=False,
+                        help="the first row is data (default: detect)")
+    explain.add_argument("--debug", action="store_true",
+                         help="when the model raises, print the full traceback too")
+    explain.set_defaults(handler=_run_explain)
+    return parser
+
+
+def main(argv=None):
+    """Run the command line ``argv`` (default: ``sys.argv[1:]``); return the exit status."""
+    parser = _build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse has printed the usage and the error
+        return exc.code if isinstance(exc.code, int) else 2
+
+    import torch
+
+    torch.set_num_threads(args.threads)
+    try:
+        return args.handler(args)
+    except _InputError as exc:
+        print(f"sk_sointer {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except _ModelError as exc:
+        if getattr(args, "debug", False):
+            traceback.print_exception(exc)
+        print(f"sk_sointer {args.command}: error: {exc.describe()}", file=sys.stderr)
+        return 1

@@ -1,0 +1,211 @@
+"""What the commands share: errors, the methods, building an explainer from options, the
+random masks' reference."""
+
+import numpy as np
+
+# Estimator parameters that have an option of their own; --param must not set them too.
+_OPTION_PARAMS = {"k": "-k", "max_epochs": "--max-epochs", "baseline": "--baseline",
+                  "device": "--device", "random_state": "--random-state"}
+
+# explain's options about fitting, which make no sense with --explainer: (dest, option).
+_FIT_OPTIONS = [("method", "--method"), ("k", "-k"), ("param", "--param"),
+                ("max_epochs", "--max-epochs"), ("baseline", "--baseline"),
+                ("fit_rows", "--fit-rows"), ("save_explainer", "--save-explainer")]
+
+
+class _InputError(Exception):
+    """Bad input from the user: reported as one line on stderr, exit status 2."""
+
+
+class _ModelError(Exception):
+    """An exception raised inside the user's model (its ``__cause__``): reported as one line
+    on stderr, exit status 1."""
+
+    def __init__(self, model):
+        super().__init__(model)
+        self.model = model
+
+    def describe(self):
+        cause = self.__cause__
+        text = f"the model {_one_line(repr(self.model))} raised {type(cause).__name__}"
+        message = _one_line(str(cause))
+        return f"{text}: {message}" if message else text
+
+
+class _Blamed:
+    """The user's model, with any exception out of a call into it re-raised as
+    :class:`_ModelError`, so that a failing model (exit 1) is told apart from bad input
+    (exit 2) wherever the explainer happens to query it. Other attributes (``classes_``,
+    ``feature_names_in_``, a torch module's ``parameters``) are the model's own."""
+
+    _CALLS = ("predict", "predict_proba")
+
+    def __init__(self, model):
+        self._model = model
+
+    def __getattr__(self, name):
+        # Dunders and the wrapped model itself are never forwarded: copying or unpickling
+        # looks them up before _model exists.
+        if name.startswith("__") or name == "_model":
+            raise AttributeError(name)
+        value = getattr(self._model, name)
+        return self._guard(value) if name in self._CALLS and callable(value) else value
+
+    def __call__(self, *args, **kwargs):
+        return self._guard(self._model)(*args, **kwargs)
+
+    def __repr__(self):
+        return repr(self._model)
+
+    def _guard(self, func):
+        def call(*args, **kwargs):
+            try:
+                return func(*args, **kwargs)
+            except Exception as exc:  # noqa: BLE001 - whatever the model raises is its own
+                raise _ModelError(self._model) from exc
+
+        return call
+
+
+def _one_line(text):
+    return " ".join(text.split())
+
+
+def _methods():
+    """Explainer classes the CLI can use, by name; new methods plug in here."""
+    import sk_sointer
+
+    methods = {"l2x": sk_sointer.L2XExplainer}
+    realx = getattr(sk_sointer, "RealXExplainer", None)
+    if realx is not None:
+        methods["realx"] = realx
+    hardkuma = getattr(sk_sointer, "HardKumaExplainer", None)
+    if hardkuma is not None:
+        methods["hardkuma"] = hardkuma
+    return methods
+
+
+def _method(name):
+    """``(name, class)`` of the method asked for with --method (default: l2x)."""
+    methods = _methods()
+    name = "l2x" if name is None else name
+    if name not in methods:
+        raise _InputError(f"unknown --method {name!r}; choose from "
+                          + ", ".join(sorted(methods)) + ".")
+    return name, methods[name]
+
+
+def _defaults(cls):
+    return cls().get_params(deep=False)
+
+
+def _user_params(args):
+    """--param's values by name, refusing names given twice or set by an option of their own."""
+    params = {}
+    for name, value in args.param:
+        if name in params:
+            raise _InputError(f"--param {name} is given twice.")
+        if name in _OPTION_PARAMS and name in vars(args):
+            raise _InputError(f"set {name} with {_OPTION_PARAMS[name]}, not --param.")
+        params[name] = value
+    return params
+
+
+def _build_explainer(method, cls, args, *, n_features, **options):
+    """The explainer asked for: ``options`` (unset ones, None, left at the class's defaults),
+    then --param. Names and values are checked here, before any data or model reach it, so
+    that a mistake is reported as bad input."""
+    user = _user_params(args)
+    explainer = cls()
+    known = explainer.get_params(deep=True)
+    for name in user:
+        if name not in known:
+            raise _InputError(f"{cls.__name__} has no parameter {name!r} (--param); its "
+                              "parameters are: " + ", ".join(sorted(known)) + ".")
+    options.update(max_epochs=args.max_epochs, device=args.device,
+                   random_state=args.random_state)
+    # Methods differ in their parameters (REAL-X has no temperature, for one).
+    params = {name: value for name, value in options.items()
+              if name in known and value is not None}
+    params.update(_scaled_predictor_epochs(method, cls, args.max_epochs, user))
+    params.update(user)
+    for name in ("callbacks", "train_split"):
+        # JSON gives data, and these hold code (skorch callbacks, a split function); a
+        # fraction for train_split is data and passes.
+        value = user.get(name)
+        if isinstance(value, (list, dict, str)) and value not in ([], "null"):
+            raise _InputError(f"--param {name} cannot be set on the command line: it takes "
+                              f"Python objects, not {value!r}.")
+    explainer.set_params(**params)
+    try:
+        explainer._validate_params()
+    except (TypeError, ValueError) as exc:
+        raise _InputError(f"invalid parameter value: {exc}") from None
+    _check_networks(explainer, user, n_features)
+    return explainer
+
+
+def _scaled_predictor_epochs(method, cls, max_epochs, user):
+    """A method that trains a predictor alone first (REAL-X) keeps the default share of its
+    epochs for it when only --max-epochs is given: its default predictor_epochs would
+    otherwise exceed a small max_epochs."""
+    defaults = _defaults(cls)
+    # A default of None (HardKuma) already follows max_epochs.
+    if (max_epochs is None or defaults.get("predictor_epochs") is None
+            or "predictor_epochs" in user):
+        return {}
+    if max_epochs < 2:
+        raise _InputError(
+            f"{method} trains its predictor alone for its first predictor_epochs epochs, then "
+            f"its selector, so --max-epochs should be >= 2; got {max_epochs}."
+        )
+    share = defaults["predictor_epochs"] / defaults["max_epochs"]
+    return {"predictor_epochs": min(max(round(max_epochs * share), 1), max_epochs - 1)}
+
+
+def _check_networks(explainer, user, n_features):
+    """Build each network whose options --param changed once, so that a bad nested value
+    is named now rather than failing inside ``fit``."""
+    import torch
+
+    from .._networks import build_network
+
+    for prefix in sorted({name.split("__", 1)[0] for name in user if "__" in name}):
+        names = ", ".join(name for name in user if name.startswith(prefix + "__"))
+        # The throw-away weights must not draw from the caller's torch generator.
+        with torch.random.fork_rng(devices=[]):
+            try:
+                build_network(getattr(explainer, prefix), n_features, n_features,
+                              (n_features,))
+            except (TypeError, ValueError) as exc:
+                raise _InputError(f"invalid parameter value ({names}): {exc}") from None
+
+
+def _random_mask_fidelity(black_box, X, counts, baseline, seed):
+    """Fidelity of random masks keeping as many features per row as the explanations (a
+    fixed k, or a thresholded selection's varying numbers): the level to beat."""
+    from ..metrics import posthoc_accuracy, random_masks
+
+    masks = random_masks(len(counts), X.shape[1], counts, random_state=seed)
+    return posthoc_accuracy(black_box, X, masks, baseline=baseline)
+
+
+def _random_label(counts):
+    if len(np.unique(counts)) == 1:
+        return f"random {int(counts[0])}-feature masks"
+    return "random masks with as many features per row"
+
+
+def _per_row(counts, n_features):
+    if len(np.unique(counts)) == 1:
+        return f"{int(counts[0])} of {n_features} features per row"
+    return f"{counts.mean():.1f} of {n_features} features per row on average"
+
+
+def _k_text(explainer, k):
+    if k is not None:
+        return f"k={k}"
+    rate = getattr(explainer, "selection_rate_", None)
+    if rate is not None:
+        return f"k=None: the open test-time gates, {100 * rate:.0f} % of the features trained for"
+    return "k=None: selection probability above 0.5"

@@ -1,0 +1,309 @@
+"""``python -m sk_sointer explain``: explain a saved model on the rows of a CSV file."""
+
+import csv
+import os
+import sys
+import warnings
+
+import numpy as np
+
+from ._common import (_FIT_OPTIONS, _Blamed, _InputError, _ModelError, _build_explainer,
+                      _defaults, _method, _one_line, _per_row, _random_label,
+                      _random_mask_fidelity)
+
+
+_PROGRESS_ROWS = 50_000
+
+
+_WRITE_CHUNK = 10_000
+
+
+def _run_explain(args):
+    loading = args.explainer is not None
+    if loading:
+        given = [option for dest, option in _FIT_OPTIONS if getattr(args, dest) not in (None, [])]
+        if given:
+            raise _InputError(", ".join(given) + " cannot be used with --explainer, which "
+                              "loads an explainer fitted already.")
+    else:
+        method, cls = _method(args.method)
+    for path in (args.out, args.scores, args.save_explainer):
+        _check_folder(path)
+    model = _load_model(args.model)
+    names, X = _read_csv(args.data, header=args.header)
+    n_rows, n_features = X.shape
+    _check_model_fits_data(model, names, n_features, args.data)
+    black_box = _user_black_box(model, args.model)
+
+    if loading:
+        explainer = _load_explainer(args.explainer, black_box, args.device, n_features,
+                                    args.data)
+        rows = None
+    else:
+        grouped = any(name == "groups" for name, _ in args.param)
+        k = _explain_k(method, cls, args.k, n_features, args.data, grouped)
+        explainer = _build_explainer(method, cls, args, n_features=n_features, k=k,
+                                     baseline=args.baseline, verbose=1)
+        rows = _fit_rows(n_rows, args.fit_rows, args.random_state)
+    X_fit = X if rows is None else X[rows]
+
+    with warnings.catch_warnings():
+        # Column names were checked against the model's above.
+        warnings.filterwarnings("ignore", message=".*feature names.*", category=UserWarning)
+        if not loading:
+            try:
+                explainer.fit(X_fit, black_box=black_box)
+            except (TypeError, ValueError) as exc:
+                raise _InputError(f"could not fit the explainer to {args.model}: "
+                                  f"{_one_line(str(exc))}") from None
+            if args.save_explainer is not None:
+                _save_explainer(explainer, args.save_explainer)
+        try:
+            masks = explainer.transform(X)
+            scores = None if args.scores is None else explainer.explain(X)
+            fidelity = explainer.score(X_fit)
+            fit_counts = masks.sum(axis=1) if rows is None else masks[rows].sum(axis=1)
+            chance = _random_mask_fidelity(black_box, X_fit, fit_counts,
+                                           explainer.masker_.baseline_, args.random_state)
+        except (TypeError, ValueError) as exc:
+            # The model's answers on masked rows are checked as in fit (finite, one row per
+            # row, the same width): an answer that fails is bad input, as it is in fit.
+            raise _InputError(f"could not explain with {args.model}: {_one_line(str(exc))}"
+                              ) from None
+
+    _write_rows(args.out, names, masks.astype(np.int8), "masks")
+    wrote = f"Wrote {n_rows:,} masks ({_per_row(masks.sum(axis=1), n_features)}) to {args.out}"
+    if args.scores is not None:
+        # The shortest text that reads back as the same float32.
+        _write_rows(args.scores, names, scores.astype(str), "scores")
+        wrote += f" and their scores to {args.scores}"
+    where = f"the {n_rows:,} rows" if loading else f"the {len(X_fit):,} fit rows"
+    print(f"{wrote}; fidelity on {where}: {fidelity:.3f} (higher is better; "
+          f"{_random_label(fit_counts)}: {chance:.3f}).")
+    return 0
+
+
+def _explain_k(method, cls, k, n_features, data_path, grouped):
+    """-k, or the method's default; checked against the width unless k counts groups
+    (the estimator checks it against the groups then)."""
+    if k is None:
+        k = _defaults(cls).get("k")
+        if k is not None and k > n_features and not grouped:
+            # A default k beyond the data keeps every feature, as the estimator does; said
+            # here in one line rather than as the estimator's warning.
+            print(f"sk_sointer explain: warning: {method}'s default k={k} is more than the "
+                  f"{n_features} columns of {data_path!r}, so every feature is selected; give "
+                  "-k to select fewer.", file=sys.stderr)
+            k = n_features
+    elif k < 1 or (k > n_features and not grouped):
+        raise _InputError(f"k should be between 1 and n_features = {n_features}; got {k}.")
+    return k
+
+
+def _fit_rows(n_rows, n_fit, seed):
+    """Indices of ``n_fit`` rows drawn at random without replacement, in file order;
+    ``None`` for all rows."""
+    if n_fit is None or n_fit >= n_rows:
+        return None
+    return np.sort(np.random.default_rng(seed).choice(n_rows, size=n_fit, replace=False))
+
+
+def _user_black_box(model, path):
+    """The model as a black box whose exceptions surface as :class:`_ModelError`. How it is
+    queried (classifier, regressor, torch module, callable) is read from the model itself."""
+    from ..black_box import BlackBox, as_black_box
+
+    try:
+        adapted = as_black_box(model)
+    except (TypeError, ValueError) as exc:
+        raise _InputError(f"{path} does not hold a usable model: {exc}") from None
+    return BlackBox(_Blamed(adapted.model), kind=adapted.kind, output=adapted.output)
+
+
+def _save_explainer(explainer, path):
+    import sk_sointer
+
+    save = sk_sointer.save
+    try:
+        save(explainer, path)
+    except Exception as exc:  # noqa: BLE001 - the file format's writer has errors of its own
+        raise _InputError(
+            f"cannot save the explainer to {path!r} ({type(exc).__name__}: {_one_line(str(exc))})."
+        ) from None
+
+
+def _load_explainer(path, black_box, device, n_features, data_path):
+    import sk_sointer
+
+    from .._utils import resolve_device
+
+    load = sk_sointer.load
+    _check_file(path, "explainer")
+    try:
+        device = str(resolve_device(device))
+    except ValueError as exc:
+        raise _InputError(str(exc)) from None
+    try:
+        explainer = load(path, device=device, black_box=black_box)
+    except _ModelError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a damaged or foreign file can fail in any way
+        raise _InputError(
+            f"cannot load an explainer from {path!r} ({type(exc).__name__}: {exc})."
+        ) from None
+    expected = getattr(explainer, "n_features_in_", None)
+    if expected is not None and expected != n_features:
+        raise _InputError(
+            f"the explainer in {path!r} was fitted on {expected} features but {data_path!r} "
+            f"has {n_features} columns."
+        )
+    return explainer
+
+
+def _check_file(path, what):
+    if not os.path.exists(path):
+        raise _InputError(f"{what} file {path!r} does not exist.")
+    if not os.path.isfile(path):
+        raise _InputError(f"{what} path {path!r} is not a file.")
+
+
+def _check_folder(path):
+    """Refuse an output path whose folder is missing before any time goes into fitting."""
+    if path is None:
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise _InputError(f"cannot write {path!r}: the folder {folder!r} does not exist.")
+
+
+def _load_model(path):
+    import joblib
+
+    _check_file(path, "model")
+    try:
+        return joblib.load(path)
+    except Exception as exc:  # noqa: BLE001 - unpickling can fail in any way
+        raise _InputError(
+            f"cannot load a model from {path!r} with joblib ({type(exc).__name__}: {exc})."
+        ) from None
+
+
+def _check_model_fits_data(model, names, n_features, data_path):
+    expected = getattr(model, "n_features_in_", None)
+    if expected is not None and expected != n_features:
+        raise _InputError(
+            f"the model expects {expected} features but {data_path!r} has {n_features} columns."
+        )
+    model_names = getattr(model, "feature_names_in_", None)
+    if model_names is not None and names is not None and list(model_names) != list(names):
+        # The model is called with its own column order, so a reordered file would be
+        # explained silently wrong.
+        first = next(i for i, (a, b) in enumerate(zip(model_names, names)) if a != b)
+        raise _InputError(
+            f"the CSV's column names differ from the model's feature names: column "
+            f"{first + 1} is {names[first]!r} in {data_path!r} but {model_names[first]!r} "
+            "in the model."
+        )
+
+
+def _is_number(cell):
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_default_header(row):
+    """Whether ``row`` is the header pandas writes for unnamed columns: 0, 1, ..., d - 1
+    (with two columns at least: a lone 0 is as likely a value)."""
+    return len(row) >= 2 and [cell.strip() for cell in row] == [str(i) for i in range(len(row))]
+
+
+def _read_csv(path, *, header=None):
+    """Read a numeric CSV file; return ``(column names or None, float64 array)``.
+
+    ``header=None`` detects a header: the first row is one unless all its cells are numbers,
+    or when it is pandas' header of unnamed columns, ``0,1,...,d-1``.
+    """
+    _check_file(path, "data")
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as handle:
+            reader = csv.reader(handle)
+            rows, lines = [], []
+            for row in reader:
+                if not row or all(not cell.strip() for cell in row):
+                    continue  # blank lines, such as a trailing one
+                rows.append(row)
+                lines.append(reader.line_num)
+    except UnicodeDecodeError:
+        raise _InputError(f"{path!r} is not a UTF-8 text CSV file.") from None
+    except csv.Error as exc:
+        raise _InputError(f"{path!r} is not a valid CSV file: {exc}.") from None
+
+    if not rows:
+        raise _InputError(f"{path!r} is empty.")
+    if header is None:
+        header = not all(_is_number(cell) for cell in rows[0])
+        if not header and _is_default_header(rows[0]):
+            # pandas' to_csv writes the column numbers 0, 1, 2, ... as the header of a
+            # frame without column names: numbers, yet not a row of data.
+            header = True
+            print(f"sk_sointer explain: note: the first row of {path!r} is 0, 1, ..., "
+                  f"{len(rows[0]) - 1} (the header pandas writes for unnamed columns), so it "
+                  "is read as a header; --no-header reads it as data.", file=sys.stderr)
+    names = [cell.strip() for cell in rows[0]] if header else None
+    width = len(rows[0])
+    data, data_lines = (rows[1:], lines[1:]) if header else (rows, lines)
+    if not data:
+        raise _InputError(f"{path!r} has a header row but no data rows.")
+
+    for row, line in zip(data, data_lines):
+        if len(row) != width:
+            raise _InputError(
+                f"row {line} of {path!r} has {len(row)} cells; expected {width} "
+                f"(the width of row {lines[0]})."
+            )
+    try:
+        X = np.array(data, dtype=np.float64)
+    except ValueError:
+        # Slow path: name the first cell that is not a number.
+        for row, line in zip(data, data_lines):
+            for col, cell in enumerate(row):
+                if not _is_number(cell):
+                    raise _InputError(
+                        f"row {line}, column {_column_label(col, names)} of {path!r} is not a "
+                        f"number: {cell!r}."
+                    )
+        X = np.array([[float(cell) for cell in row] for row in data], dtype=np.float64)
+    bad = np.argwhere(~np.isfinite(X))
+    if len(bad):
+        row, col = bad[0]
+        raise _InputError(
+            f"row {data_lines[row]}, column {_column_label(col, names)} of {path!r} is "
+            f"{X[row, col]}; the explainer needs finite numbers."
+        )
+    return names, X
+
+
+def _column_label(col, names):
+    return f"{col + 1} ({names[col]!r})" if names is not None else f"{col + 1}"
+
+
+def _write_rows(path, names, rows, what):
+    """Write ``rows`` (an array of numbers or texts) as CSV, under the input's header."""
+    from tqdm.auto import tqdm
+
+    try:
+        with open(path, "w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            if names is not None:
+                writer.writerow(names)
+            with tqdm(total=len(rows), unit="rows", desc=f"writing {what}", leave=False,
+                      disable=len(rows) < _PROGRESS_ROWS) as bar:
+                for start in range(0, len(rows), _WRITE_CHUNK):
+                    chunk = rows[start : start + _WRITE_CHUNK]
+                    writer.writerows(chunk.tolist())
+                    bar.update(len(chunk))
+    except OSError as exc:
+        raise _InputError(f"cannot write {path!r}: {exc.strerror or exc}.") from None
