@@ -9,7 +9,8 @@ holds only data, and :func:`load` rebuilds it with the package's own code:
   (``net_.module_.0.weight``, ``net_.approximator_.0.weight``, ...), the masker's arrays
   (``masker_.mean_``, ``masker_.scale_``, ``masker_.baseline_``,
   ``masker_.baseline_scaled_``, and ``masker_.groups_`` with feature groups) and the
-  output standardisation (``output_spec_.center``, ``output_spec_.scale``);
+  output standardisation (``output_spec_.center``, ``output_spec_.scale``), and what a
+  method trains before its net (SOInter's energy network, ``energy_net_.module_.*``);
 - the file's string metadata ``"sk_sointer"`` is a JSON document: the format version, the
   version of sk_sointer that wrote it, the estimator's class name, its parameters
   (``get_params(deep=False)``), its other fitted attributes (``n_features_in_``,
@@ -48,13 +49,14 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._layout import RowLayout
 from ._masking import Masker
-from ._networks import CNN, MLP, CNNSelector, TokenCNN, TokenCNNSelector
+from ._networks import CNN, MLP, CNNSelector, EnergyMLP, TokenCNN, TokenCNNSelector
 from ._outputs import OutputSpec
 from ._version import __version__
 from ._search import ModelRefinement
 from ._utils import resolve_device, seeded
 from .base import _OPTIMIZERS, Problem, _SkorchEstimatorMixin
 from .black_box import as_black_box
+from .explainers._energy import EnergyNet
 
 __all__ = ["load", "save"]
 
@@ -66,16 +68,22 @@ _METADATA_KEY = "sk_sointer"
 # The package's network factories, by the name a file gives them. A factory is stored as
 # its parameters, so only a class whose modules follow from them alone can be listed.
 _FACTORIES = {"MLP": MLP, "CNN": CNN, "CNNSelector": CNNSelector, "TokenCNN": TokenCNN,
-              "TokenCNNSelector": TokenCNNSelector}
+              "TokenCNNSelector": TokenCNNSelector, "EnergyMLP": EnergyMLP}
 
 # Every package class a file may name: the factories and configuration objects whose state
 # is their parameters (written as {"factory": name, "params": {...}}).
-_FROM_PARAMS = {**_FACTORIES, "ModelRefinement": ModelRefinement}
+_FROM_PARAMS = {**_FACTORIES, "ModelRefinement": ModelRefinement, "EnergyNet": EnergyNet}
+
+# An EnergyNet given as SOInter's ``energy`` is stored by these parameters (and nested
+# ``module__*`` options); skorch's others must keep their defaults.
+_ENERGY_PARAMS = ("module", "states", "loss", "max_configurations", "n_candidates",
+                  "max_epochs", "batch_size", "lr", "optimizer", "train_split", "verbose",
+                  "device")
 
 _OPTIMIZER_NAMES = {cls: name for name, cls in _OPTIMIZERS.items()}
 
 # Fitted attributes with their own place in the file (or, for the black box, none).
-_STRUCTURED = ("net_", "masker_", "output_spec_", "black_box_", "layout_")
+_STRUCTURED = ("net_", "masker_", "output_spec_", "black_box_", "layout_", "energy_net_")
 # The layout's parts, stored as the fitted attributes of these names (RowLayout.state_dict).
 _LAYOUT_ATTRIBUTES = {"row_shape_": "row_shape", "image_shape_": "image_shape",
                       "n_tokens_": "n_tokens"}
@@ -83,15 +91,10 @@ _LAYOUT_ATTRIBUTES = {"row_shape_": "row_shape", "image_shape_": "image_shape",
 
 _ATTRIBUTE_NAME = re.compile(r"[a-z][a-z0-9_]*_\Z")
 
-# Public estimators the format cannot hold yet, and why (one line in the error).
-_UNSUPPORTED = {
-    "SOInterExplainer": "its pre-trained energy network is fitted state that the format does "
-                        "not store yet; pickle it (and load it only from a trusted source)",
-}
-
 # Fitted attributes that every estimator the loader builds reads, and those of one class.
 _COMMON_ATTRIBUTES = ("n_features_in_", "row_shape_", "image_shape_", "n_tokens_")
-_CLASS_ATTRIBUTES = {"HardKumaExplainer": ("k_", "selection_rate_")}
+_CLASS_ATTRIBUTES = {"HardKumaExplainer": ("k_", "selection_rate_"),
+                     "SOInterExplainer": ("k_", "objective_")}
 _EXPLAINER_ATTRIBUTES = ("k_",)
 
 # The JSON document's nesting: what save writes is a few levels deep.
@@ -132,9 +135,8 @@ def save(estimator, path):
     Raises
     ------
     ValueError
-        If the estimator's class is not one of the package's public estimators, is
-        :class:`~sk_sointer.SOInterExplainer` (whose energy network the format does not
-        store yet), or a parameter or fitted attribute holds code rather than data: a
+        If the estimator's class is not one of the package's public estimators, or a
+        parameter or fitted attribute holds code rather than data: a
         custom network factory, ``callbacks``, a callable ``train_split`` or ``optimizer``
         other than the torch optimizers named in the parameter's description.
     sklearn.exceptions.NotFittedError
@@ -151,8 +153,9 @@ def save(estimator, path):
     The tensors are named by their attribute path on the estimator: every network's
     ``state_dict`` (``net_.module_.0.weight``, ``net_.approximator_.0.weight``, ...), the
     masker's ``masker_.mean_``, ``masker_.scale_``, ``masker_.baseline_``,
-    ``masker_.baseline_scaled_`` (and ``masker_.groups_`` with feature groups), and
-    ``output_spec_.center`` and ``output_spec_.scale``. The metadata entry
+    ``masker_.baseline_scaled_`` (and ``masker_.groups_`` with feature groups),
+    ``output_spec_.center`` and ``output_spec_.scale``, and for SOInter its energy
+    network's (``energy_net_.module_.*``). The metadata entry
     ``"sk_sointer"`` is a JSON object with the keys ``format_version``,
     ``sk_sointer_version``, ``class``, ``params`` (``get_params(deep=False)``),
     ``attributes`` (the other fitted attributes, such as ``n_features_in_``), ``masker``,
@@ -211,9 +214,9 @@ def save(estimator, path):
     tensors = {}
     doc["masker"] = _masker_state(estimator.masker_, tensors)
     doc["output_spec"] = _spec_state(estimator.output_spec_, tensors)
-    for name, module in net.state_modules().items():
+    for prefix, module in _stored_modules(estimator, net).items():
         for key, value in module.state_dict().items():
-            tensors[f"net_.{name}_.{key}"] = value.detach().to("cpu", copy=True).contiguous()
+            tensors[f"{prefix}.{key}"] = value.detach().to("cpu", copy=True).contiguous()
     try:
         save_file(tensors, path, metadata={_METADATA_KEY: json.dumps(doc)})
     except (safetensors.SafetensorError, OSError) as exc:
@@ -336,9 +339,6 @@ def _public_estimators():
 
 def _check_class(cls):
     known = _public_estimators()
-    if cls.__name__ in _UNSUPPORTED and known.get(cls.__name__) is cls:
-        raise ValueError(f"sk_sointer.save does not support {cls.__name__}: "
-                         f"{_UNSUPPORTED[cls.__name__]}.")
     if known.get(cls.__name__) is not cls:
         raise ValueError(
             f"sk_sointer.save stores the package's own estimators ({', '.join(sorted(known))}); "
@@ -353,10 +353,8 @@ def _class_named(name):
     if not isinstance(name, str) or name not in known:
         raise ValueError(
             f"The file's estimator class {name!r} is not one that sk_sointer.load builds: "
-            f"{', '.join(sorted(set(known) - set(_UNSUPPORTED)))}."
+            f"{', '.join(sorted(known))}."
         )
-    if name in _UNSUPPORTED:
-        raise ValueError(f"sk_sointer.load does not support {name}: {_UNSUPPORTED[name]}.")
     return known[name]
 
 
@@ -442,9 +440,11 @@ def _encode(value, where):
         return _encode_array(value, where)
     if type(value) in _FROM_PARAMS.values():
         name = next(key for key, cls in _FROM_PARAMS.items() if type(value) is cls)
+        params = value.get_params(deep=False)
+        if name == "EnergyNet":
+            params = _energy_params(params, where)
         return {"factory": name, "params": {
-            key: _encode(item, f"{where} ({name}'s {key!r})")
-            for key, item in value.get_params(deep=False).items()
+            key: _encode(item, f"{where} ({name}'s {key!r})") for key, item in params.items()
         }}
     if isinstance(value, type) and value in _OPTIMIZER_NAMES:
         return {"optimizer": _OPTIMIZER_NAMES[value]}
@@ -453,6 +453,26 @@ def _encode(value, where):
         return {"random_state": {"keys": keys.tolist(), "pos": int(pos),
                                  "has_gauss": int(has_gauss), "cached_gaussian": float(cached)}}
     raise ValueError(_unstorable(value, where))
+
+
+def _energy_params(params, where):
+    """The parameters an EnergyNet is stored by; a ValueError if skorch's others were
+    changed, which the file would lose."""
+    defaults = EnergyNet().get_params(deep=False)
+    changed = sorted(
+        name for name, value in params.items()
+        if name not in _ENERGY_PARAMS and "__" not in name and not name.startswith("_")
+        and not (value is defaults.get(name) or (type(value) is type(defaults.get(name))
+                                                 and isinstance(value, (str, int, float, bool,
+                                                                        set, type(None)))
+                                                 and value == defaults.get(name)))
+    )
+    if changed:
+        raise ValueError(f"sk_sointer.save cannot store {where}: an EnergyNet is stored by "
+                         f"{', '.join(_ENERGY_PARAMS)} and module__* options, and this one "
+                         f"also sets {changed}.")
+    return {name: value for name, value in params.items()
+            if name in _ENERGY_PARAMS or name.startswith("module__")}
 
 
 def _unstorable(value, where):
@@ -841,6 +861,7 @@ def _load_net(estimator, state, header, device, path):
     meta = torch.device("meta")
     try:
         with torch.device(meta):
+            estimator._rebuild_parts(problem, meta)
             shapes = _built_states(estimator, problem, selector_in_features, meta)
     except (RuntimeError, ValueError, TypeError, OverflowError, AttributeError) as exc:
         raise ValueError(f"The parameters in {path} do not build a {type(estimator).__name__} "
@@ -853,12 +874,18 @@ def _load_net(estimator, state, header, device, path):
     # The modules draw initial weights that the stored ones replace: the caller's torch
     # random state is left as it was. The seed and the sample count only configure training.
     with seeded(0, device) as seed:
+        estimator._rebuild_parts(problem, device)
         net = _built_net(estimator, problem, selector_in_features, device, seed)
-    for name, module in net.state_modules().items():
-        prefix = f"net_.{name}_."
-        weights = {key: tensors[prefix + key] for key in module.state_dict()}
+    for prefix, module in _stored_modules(estimator, net).items():
+        weights = {key: tensors[f"{prefix}.{key}"] for key in module.state_dict()}
         module.load_state_dict(weights, strict=True)
     return net
+
+
+def _stored_modules(estimator, net):
+    """The torch modules a file stores, by the prefix of their tensors' names."""
+    modules = {f"net_.{name}_": module for name, module in net.state_modules().items()}
+    return {**modules, **estimator._fitted_parts()}
 
 
 def _built_net(estimator, problem, selector_in_features, device, seed):
@@ -875,8 +902,8 @@ def _built_states(estimator, problem, selector_in_features, device):
     """``{tensor name: (shape, dtype)}`` of the net the estimator builds on ``device``."""
     net = _built_net(estimator, problem, selector_in_features, device, 0)
     return {
-        f"net_.{name}_.{key}": (tuple(value.shape), value.dtype)
-        for name, module in net.state_modules().items()
+        f"{prefix}.{key}": (tuple(value.shape), value.dtype)
+        for prefix, module in _stored_modules(estimator, net).items()
         for key, value in module.state_dict().items()
     }
 

@@ -13,6 +13,8 @@ hooks:
   ``target`` against the outputs, a single-output model given to a multi-output method);
 - ``_pretrain(problem, X, X_scaled, targets)``: an optional phase before the net is built
   (SOInter's energy network);
+- ``_fitted_parts()`` and ``_rebuild_parts(problem, device)``: what ``_pretrain`` trained
+  besides the net, named for a file, and how :func:`sk_sointer.load` rebuilds it;
 - ``_build_net(problem, **net_params)``: the method's skorch net;
 - ``_train(problem, X, net_input, targets)``: trains ``net_`` (one ``net_.fit`` by default;
   SOInter's fit adds its re-query and keep-best callbacks);
@@ -167,6 +169,15 @@ class _SkorchEstimatorMixin:
     def _pretrain(self, problem, X, X_scaled, targets):
         """A training phase before the net is built (none by default). ``X`` holds the rows in
         their own units (for the black box), ``X_scaled`` as the networks see them."""
+
+    def _fitted_parts(self):
+        """Trained torch modules besides the net's, by the name a file stores them under
+        (SOInter's energy network); none by default."""
+        return {}
+
+    def _rebuild_parts(self, problem, device):
+        """Build, untrained, what :meth:`_pretrain` fits, so that :func:`sk_sointer.load` can
+        fill it with the stored weights of :meth:`_fitted_parts` (nothing by default)."""
 
     def _fit(self, X, y, black_box):
         X, row_shape = flatten_rows(X)

@@ -777,3 +777,39 @@ def test_unwritable_saved_explainer(capsys, tmp_path, model_path, csv_path):
     os.mkdir(saved)  # a folder where the file should go
     err = run_error(capsys, [*argv, "--save-explainer", saved])
     assert f"cannot save the explainer to {saved!r}" in err
+
+
+# -- SOInter through the command line -------------------------------------------------------
+
+def test_explain_serves_sointer_on_one_output_of_a_multi_label_model(capsys, tmp_path, data,
+                                                                     csv_path):
+    from sklearn.multioutput import MultiOutputClassifier
+
+    X, y = data
+    labels = np.c_[y, X[:, 2] > 0].astype(int)
+    model = MultiOutputClassifier(LogisticRegression()).fit(X, labels)
+    model_file = str(tmp_path / "multilabel.joblib")
+    joblib.dump(model, model_file)
+    out, again = tmp_path / "masks.csv", tmp_path / "again.csv"
+    saved = str(tmp_path / "sointer.safetensors")
+    argv = ["explain", model_file, csv_path, "--method", "sointer", "--param", "target=1",
+            "-k", "1", "--out", str(out), "--save-explainer", saved, *FAST]
+    assert main(argv) == 0
+    fidelity, chance = printed_fidelities(capsys.readouterr().out)
+    masks = np.array(read_csv(out)[1:], dtype=float)
+    explainer = sk_sointer.load(saved, black_box=model)
+    np.testing.assert_array_equal(explainer.transform(X), masks)
+    # Fidelity and its random reference are both on the explained output, the second label.
+    assert fidelity == pytest.approx(explainer.score(X), abs=6e-4)
+    random = metrics.random_masks(len(X), N_FEATURES, 1, random_state=0)
+    reference = posthoc_accuracy(model, X, random, baseline=explainer.masker_.baseline_,
+                                 multioutput="raw_values")[1]
+    assert chance == pytest.approx(reference, abs=6e-4)
+    # The saved explainer explains again without fitting, with the same masks.
+    assert main(["explain", model_file, csv_path, "--explainer", saved, "--out", str(again)]) == 0
+    np.testing.assert_array_equal(np.array(read_csv(again)[1:], dtype=float), masks)
+
+
+def test_demo_refuses_sointer_on_its_single_output_sets_with_one_line(capsys):
+    err = run_error(capsys, ["demo", "--method", "sointer", "--n-samples", "100", *FAST])
+    assert "SOInterExplainer explains one output of a model with several outputs" in err

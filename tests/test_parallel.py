@@ -125,6 +125,26 @@ def test_spark_predict_fn_loads_once_and_explains_batches(fitted, tmp_path):
         spark_predict_fn(tmp_path / "missing.safetensors")()
 
 
+def test_spark_predict_fn_serves_a_saved_sointer_explainer(tmp_path):
+    """SOInter explains one output of a multi-label model; saved without pickle, it is
+    served like any other explainer."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.multioutput import MultiOutputClassifier
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(300, 6).astype(np.float32)
+    labels = np.c_[X[:, 0] > 0, X[:, 0] + X[:, 1] > 0].astype(int)
+    model = MultiOutputClassifier(LogisticRegression()).fit(X, labels)
+    explainer = sk_sointer.SOInterExplainer(
+        target=1, k=2, max_epochs=3, energy=sk_sointer.EnergyNet(max_epochs=3), energy_masks=1,
+        random_state=0, device="cpu").fit(X, black_box=model)
+    path = tmp_path / "sointer.safetensors"
+    sk_sointer.save(explainer, path)
+    np.testing.assert_array_equal(spark_predict_fn(path)()(X), explainer.transform(X))
+    np.testing.assert_array_equal(spark_predict_fn(path, method="explain")()(X),
+                                  explainer.explain(X))
+
+
 def _spark_or_skip():
     pytest.importorskip("pyspark", reason="pyspark is not installed (the spark extra)")
     if shutil.which("java") is None:

@@ -16,11 +16,12 @@ from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LinearRegression, LogisticRegression
+from sklearn.multioutput import MultiOutputClassifier
 from skorch.callbacks import EarlyStopping
 from torch import nn
 
-from sk_sointer import (MLP, EvalXEvaluator, HardKumaExplainer, L2XExplainer, RealXExplainer,
-                        load, save)
+from sk_sointer import (MLP, EnergyNet, EvalXEvaluator, HardKumaExplainer, L2XExplainer,
+                        MEEDExplainer, RealXExplainer, SOInterExplainer, load, save)
 
 GROUPS = np.array([0, 0, 1, 1, 2, 2, 3, 3])
 BASELINE = np.linspace(-0.5, 0.5, 8)
@@ -48,6 +49,14 @@ CASES = {
     "hardkuma-joint-transitions-classifier-model": (
         HardKumaExplainer(k=2, predictor_masks="joint", transition_rate=0.2, **FAST),
         "classification", "model"),
+    "meed-classifier-model": (MEEDExplainer(k=2, **FAST), "classification", "model"),
+    "meed-groups-regression": (MEEDExplainer(k=1, groups=GROUPS, **FAST), "regression", "outputs"),
+    "sointer-multilabel-model": (
+        SOInterExplainer(target=1, k=2, energy=EnergyNet(max_epochs=2, module__hidden_units=(16,)),
+                         energy_masks=1, **FAST), "multilabel", "model"),
+    "sointer-groups-draws-multilabel-model": (
+        SOInterExplainer(target=0, k=1, groups=GROUPS, fill="draws", n_draws=2, append_mask=False,
+                         energy_masks=1, **FAST), "multilabel", "model"),
     "evalx-regression": (EvalXEvaluator(baseline=BASELINE, **FAST), "regression", "outputs"),
     "evalx-classifier-model": (EvalXEvaluator(baseline="zero", **FAST), "classification", "model"),
 }
@@ -59,9 +68,11 @@ def data():
     X = rng.randn(300, 8).astype(np.float32)
     y_class = (X[:, 0] - X[:, 2] > 0).astype(int)
     y_real = X[:, 0] + 2 * X[:, 2] + 0.1 * rng.randn(300)
+    labels = np.c_[y_class, X[:, 1] + X[:, 3] > 0]
     models = {
         "classification": LogisticRegression().fit(X, y_class),
         "regression": LinearRegression().fit(X, y_real),
+        "multilabel": MultiOutputClassifier(LogisticRegression()).fit(X, labels),
     }
     outputs = {task: model.predict(X) for task, model in models.items()}
     masks = (rng.rand(300, 8) < 0.5).astype(np.float32)
@@ -156,6 +167,11 @@ def test_black_box_given_to_load_scores_post_hoc_fidelity(case, saved, data):
             without.score_masks(X, masks)
         loaded = load(path, black_box=models[task])
         assert loaded.score_masks(X, masks) == original.score_masks(X, masks)
+    elif isinstance(original, SOInterExplainer):  # it scores with the model only
+        with pytest.raises(ValueError, match="has no black box"):
+            without.score(X)
+        loaded = load(path, black_box=models[task])
+        assert loaded.score(X) == original.score(X)
     else:
         with pytest.raises(ValueError, match="outputs only"):
             without.score(X)
@@ -540,7 +556,7 @@ def _attribute(name, value):
     (lambda d: d["params"]["selector"].__setitem__("factory", []), "not a value sk_sointer"),
     (_params(optimizer={"optimizer": [1]}), "not a value sk_sointer.save writes"),
     (lambda d: d.__setitem__("class", "SOInterExplainer"),
-     "sk_sointer.load does not support SOInterExplainer: its pre-trained energy network"),
+     r"gives SOInterExplainer unknown parameters \['approximator', 'tokens'\]"),
 ])
 def test_load_refuses_damaged_documents_with_a_message(edit, message, saved, tmp_path):
     path = _rewrite(saved["l2x-classifier-model"][1], tmp_path / "damaged.safetensors", doc=edit)
@@ -598,7 +614,7 @@ def test_load_and_save_paths_get_clear_errors(saved, data, tmp_path):
         save(original, tmp_path / "missing" / "l2x.safetensors")
 
 
-def test_save_says_in_one_line_that_sointer_is_not_supported(tmp_path):
+def test_a_sointer_energy_net_with_other_skorch_options_is_refused_in_one_line(tmp_path):
     from sklearn.multioutput import MultiOutputClassifier
 
     from sk_sointer import EnergyNet, SOInterExplainer
@@ -607,12 +623,13 @@ def test_save_says_in_one_line_that_sointer_is_not_supported(tmp_path):
     X = rng.randn(60, 4).astype(np.float32)
     labels = np.c_[X[:, 0] > 0, X[:, 1] > 0].astype(int)
     model = MultiOutputClassifier(LogisticRegression()).fit(X, labels)
-    expl = SOInterExplainer(target=0, k=1, max_epochs=1, energy=EnergyNet(max_epochs=1),
+    expl = SOInterExplainer(target=0, k=1, max_epochs=1,
+                            energy=EnergyNet(max_epochs=1, warm_start=True),
                             energy_masks=1, random_state=0, device="cpu")
     expl.fit(X, black_box=model)
     with pytest.raises(ValueError) as info:
         save(expl, tmp_path / "sointer.safetensors")
     message = str(info.value)
-    assert message.startswith("sk_sointer.save does not support SOInterExplainer: its pre-trained")
-    assert "\n" not in message and "EnergyNet(" not in message
+    assert message.startswith("sk_sointer.save cannot store parameter 'energy'")
+    assert "['warm_start']" in message and "\n" not in message
     assert not (tmp_path / "sointer.safetensors").exists()

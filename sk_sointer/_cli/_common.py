@@ -75,14 +75,9 @@ def _methods():
     """Explainer classes the CLI can use, by name; new methods plug in here."""
     import sk_sointer
 
-    methods = {"l2x": sk_sointer.L2XExplainer}
-    realx = getattr(sk_sointer, "RealXExplainer", None)
-    if realx is not None:
-        methods["realx"] = realx
-    hardkuma = getattr(sk_sointer, "HardKumaExplainer", None)
-    if hardkuma is not None:
-        methods["hardkuma"] = hardkuma
-    return methods
+    return {"l2x": sk_sointer.L2XExplainer, "realx": sk_sointer.RealXExplainer,
+            "hardkuma": sk_sointer.HardKumaExplainer, "meed": sk_sointer.MEEDExplainer,
+            "sointer": sk_sointer.SOInterExplainer}
 
 
 def _method(name):
@@ -181,13 +176,17 @@ def _check_networks(explainer, user, n_features):
                 raise _InputError(f"invalid parameter value ({names}): {exc}") from None
 
 
-def _random_mask_fidelity(black_box, X, counts, baseline, seed):
+def _random_mask_fidelity(black_box, X, counts, baseline, seed, target=None):
     """Fidelity of random masks keeping as many features per row as the explanations (a
-    fixed k, or a thresholded selection's varying numbers): the level to beat."""
+    fixed k, or a thresholded selection's varying numbers): the level to beat. With a
+    ``target`` output (SOInter's), its fidelity alone, as the explainer's score is."""
     from ..metrics import posthoc_accuracy, random_masks
 
     masks = random_masks(len(counts), X.shape[1], counts, random_state=seed)
-    return posthoc_accuracy(black_box, X, masks, baseline=baseline)
+    if target is None:
+        return posthoc_accuracy(black_box, X, masks, baseline=baseline)
+    return posthoc_accuracy(black_box, X, masks, baseline=baseline,
+                            multioutput="raw_values")[target]
 
 
 def _random_label(counts):

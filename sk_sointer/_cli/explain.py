@@ -64,7 +64,8 @@ def _run_explain(args):
             fidelity = explainer.score(X_fit)
             fit_counts = masks.sum(axis=1) if rows is None else masks[rows].sum(axis=1)
             chance = _random_mask_fidelity(black_box, X_fit, fit_counts,
-                                           explainer.masker_.baseline_, args.random_state)
+                                           explainer.masker_.baseline_, args.random_state,
+                                           target=explainer.output_spec_.target)
         except (TypeError, ValueError) as exc:
             # The model's answers on masked rows are checked as in fit (finite, one row per
             # row, the same width): an answer that fails is bad input, as it is in fit.

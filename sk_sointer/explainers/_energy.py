@@ -55,17 +55,21 @@ class Configurations:
         owner = np.repeat(np.arange(len(self.states)), self.widths)
         first, second = np.triu_indices(self.n_unary, k=1)
         keep = owner[first] != owner[second]  # pairs of columns of two different outputs
-        self._pairs = (torch.as_tensor(first[keep]), torch.as_tensor(second[keep]))
+        self._pairs = (torch.as_tensor(first[keep], device="cpu"),
+                       torch.as_tensor(second[keep], device="cpu"))
         self.n_encoding = self.n_unary + int(keep.sum())
+        # Lookup tables on the CPU, whatever device is the default (loading builds on
+        # torch's meta device); they move to the codes' device where used.
         # Row ``offset_i + v`` of this table is the unary encoding of value v of output i.
-        self._state_offsets = torch.as_tensor(np.concatenate([[0], np.cumsum(self.states)[:-1]]))
-        table = torch.zeros(sum(self.states), self.n_unary)
+        self._state_offsets = torch.as_tensor(np.concatenate([[0], np.cumsum(self.states)[:-1]]),
+                                             device="cpu")
+        table = torch.zeros(sum(self.states), self.n_unary, device="cpu")
         for i, (s, offset) in enumerate(zip(self.states, self.offsets)):
             start = int(self._state_offsets[i])
             if s == 2:
                 table[start + 1, offset] = 1.0
             else:
-                table[start : start + s, offset : offset + s] = torch.eye(s)
+                table[start : start + s, offset : offset + s] = torch.eye(s, device="cpu")
         self._unary = table
 
     @property
@@ -175,9 +179,18 @@ class EnergyNet(NeuralNet):
             states = self.states
             if states is None:
                 states = np.maximum(targets.max(axis=0) + 1, 2)
-            self.configurations_ = Configurations(states)
-            self.in_features_ = np.asarray(X).shape[1]
+            self._configure(np.asarray(X).shape[1], states)
         return super().fit(X, targets, **fit_params)
+
+    def build(self, in_features, states):
+        """The untrained network for rows of ``in_features`` values and outputs of
+        ``states`` values each, as ``fit`` builds it: what a saved one is loaded into."""
+        self._configure(in_features, states)
+        return self.initialize()
+
+    def _configure(self, in_features, states):
+        self.configurations_ = Configurations(states)
+        self.in_features_ = int(in_features)
 
     def _check_targets(self, y, X):
         if self.loss not in ("likelihood", "value"):

@@ -620,11 +620,24 @@ class SOInterExplainer(BaseExplainer):
             )
             proba.append(model_states(problem.black_box, masker, spec, X, masks,
                                       fill=self.fill, n_draws=self.n_draws, pool=X))
-        energy = clone(self._energy_template())
-        energy.set_params(
-            states=spec.n_states, device=resolve_device(self.device), verbose=max(self.verbose - 1, 0)
-        )
+        energy = self._energy(problem, resolve_device(self.device))
         self.energy_net_ = energy.fit(np.concatenate(rows), np.concatenate(proba))
+
+    def _energy(self, problem, device):
+        """The energy network configured for the problem's outputs, not yet fitted."""
+        energy = clone(self._energy_template())
+        return energy.set_params(states=problem.output_spec.n_states, device=device,
+                                 verbose=max(self.verbose - 1, 0))
+
+    def _fitted_parts(self):
+        return {"energy_net_.module_": self.energy_net_.module_}
+
+    def _rebuild_parts(self, problem, device):
+        # The energy network reads the rows as masker.mask gives them: with append_mask,
+        # the masks follow the masked values.
+        width = problem.n_features * (2 if self.append_mask else 1)
+        self.energy_net_ = self._energy(problem, device).build(width,
+                                                               problem.output_spec.n_states)
 
     def _build_net(self, problem, **net_params):
         return SOInterNet(
