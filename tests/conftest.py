@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 import torch
 
+from sklearn.base import clone
+
 import sk_sointer
 
 # On a 2-core machine torch's default intra-op threading makes tiny networks far slower.
@@ -25,7 +27,33 @@ def fast_explainers():
                 k=1, max_epochs=4, predictor_epochs=2, batch_size=32, random_state=0
             )
         )
+    instances.append(sk_sointer.MEEDExplainer(k=1, max_epochs=3, batch_size=32, random_state=0))
+    # SOInter explains one output of a multi-output model, which it needs in hand: the
+    # shared tests fit it through fit_explainer.
+    instances.append(sk_sointer.SOInterExplainer(
+        k=1, max_epochs=2, batch_size=32, energy=sk_sointer.EnergyNet(max_epochs=2),
+        energy_masks=1, random_state=0))
     return instances
+
+
+def fit_explainer(explainer, X, y, **params):
+    """``explainer`` (a clone, with ``params``) fitted on ``X`` and ``y``, the outputs or
+    the model. A method that needs a multi-output model (SOInter) is fitted with one
+    whose first output is ``y`` (or the model's predictions) and whose second is
+    ``X[:, 1] > 0``, and explains the first."""
+    explainer = clone(explainer).set_params(**params)
+    if not explainer._requires_model:
+        return explainer.fit(X, y)
+    return explainer.fit(X, black_box=multi_output_model(X, y))
+
+
+def multi_output_model(X, y):
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.multioutput import MultiOutputClassifier
+
+    labels = y.predict(X) if hasattr(y, "predict") else np.asarray(y)
+    both = np.c_[labels, X[:, 1] > 0].astype(int)
+    return MultiOutputClassifier(LogisticRegression()).fit(X, both)
 
 
 def explainer_id(explainer):

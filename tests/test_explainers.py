@@ -14,14 +14,16 @@ from sklearn.preprocessing import StandardScaler
 
 from sk_sointer import as_black_box
 
-from .conftest import explainer_id, fast_explainers
+from .conftest import explainer_id, fast_explainers, fit_explainer, multi_output_model
 
 EXPLAINERS = fast_explainers()
 parametrize_explainers = pytest.mark.parametrize("explainer", EXPLAINERS, ids=explainer_id)
+# The explainers that can also learn from the model's outputs alone (SOInter re-queries the
+# model, so it needs it in hand).
+parametrize_output_explainers = pytest.mark.parametrize(
+    "explainer", [e for e in EXPLAINERS if not e._requires_model], ids=explainer_id)
 
-
-def _fit(explainer, X, y, **params):
-    return clone(explainer).set_params(**params).fit(X, y)
+_fit = fit_explainer
 
 
 @parametrize_explainers
@@ -61,7 +63,7 @@ def test_same_random_state_same_explainer(explainer, xor_data):
     assert not np.array_equal(other, first)
 
 
-@parametrize_explainers
+@parametrize_output_explainers
 def test_model_and_outputs_are_both_accepted(explainer, linear_data):
     X, _, model = linear_data
     by_model = _fit(explainer, X, model)
@@ -87,7 +89,7 @@ def test_pickle_and_joblib_round_trip(explainer, linear_data, tmp_path):
     np.testing.assert_array_equal(joblib.load(tmp_path / "expl.joblib").transform(X), expl.transform(X))
 
 
-@parametrize_explainers
+@parametrize_output_explainers
 def test_unpicklable_black_box_is_left_out_with_a_warning(explainer, linear_data):
     X, _, model = linear_data
     expl = _fit(explainer, X, lambda rows: model.predict_proba(rows))
@@ -100,7 +102,7 @@ def test_unpicklable_black_box_is_left_out_with_a_warning(explainer, linear_data
     assert 0 <= restored.score(X, model.predict_proba(X)) <= 1
 
 
-@parametrize_explainers
+@parametrize_output_explainers
 def test_pipeline_with_outputs(explainer, linear_data):
     X, _, model = linear_data
     outputs = model.predict_proba(X)
@@ -110,7 +112,7 @@ def test_pipeline_with_outputs(explainer, linear_data):
     assert 0 <= pipe.score(X, outputs) <= 1
 
 
-@parametrize_explainers
+@parametrize_output_explainers
 def test_set_output_pandas_keeps_feature_names(explainer, linear_data):
     pd = pytest.importorskip("pandas")
     X, _, model = linear_data
@@ -136,6 +138,8 @@ def test_grid_search_with_a_model(explainer, linear_data, routing):
     X, _, model = linear_data
     grid = _grid(explainer)
     with config_context(enable_metadata_routing=routing):
+        if explainer._requires_model:
+            model = multi_output_model(X, model)
         search = GridSearchCV(clone(explainer), grid, cv=3).fit(X, black_box=as_black_box(model))
     assert set(search.cv_results_["param_k"]) == {1, 2}
     # Fidelity grows with the number of kept features; the search must see that.
@@ -143,7 +147,7 @@ def test_grid_search_with_a_model(explainer, linear_data, routing):
     assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
 
 
-@parametrize_explainers
+@parametrize_output_explainers
 def test_grid_search_with_outputs(explainer, linear_data):
     X, _, model = linear_data
     search = GridSearchCV(clone(explainer), _grid(explainer), cv=3)
@@ -172,7 +176,7 @@ def test_non_finite_X_is_rejected(explainer, xor_data, bad):
     X_bad = X.copy()
     X_bad[3, 2] = bad
     with pytest.raises(ValueError, match="NaN|infinity"):
-        clone(explainer).fit(X_bad, y)
+        clone(explainer).fit(X_bad, black_box=multi_output_model(X, y))
     expl = _fit(explainer, X, y)
     with pytest.raises(ValueError, match="NaN|infinity"):
         expl.transform(X_bad)
@@ -190,7 +194,7 @@ def test_wrong_width_at_transform(explainer, xor_data):
 def test_k_of_zero_is_rejected(explainer, xor_data):
     X, y = xor_data
     with pytest.raises(ValueError, match="'k' parameter"):
-        clone(explainer).set_params(k=0).fit(X, y)
+        _fit(explainer, X, y, k=0)
 
 
 @parametrize_explainers
@@ -198,12 +202,12 @@ def test_k_beyond_the_features_selects_them_all_with_a_warning(explainer, xor_da
     # As SelectKBest does, so that the default k works on a narrow table.
     X, y = xor_data
     with pytest.warns(UserWarning, match="k=7 is greater than n_features=6. All the features"):
-        expl = clone(explainer).set_params(k=7).fit(X, y)
+        expl = _fit(explainer, X, y, k=7)
     assert expl.k_ == 6
     np.testing.assert_array_equal(expl.transform(X), 1.0)
 
 
-@parametrize_explainers
+@parametrize_output_explainers
 def test_outputs_of_the_wrong_length(explainer, xor_data):
     X, y = xor_data
     with pytest.raises(ValueError, match="599 rows but X has 600 samples"):
@@ -213,10 +217,10 @@ def test_outputs_of_the_wrong_length(explainer, xor_data):
 @parametrize_explainers
 def test_empty_X(explainer):
     with pytest.raises(ValueError, match="0 sample"):
-        clone(explainer).fit(np.zeros((0, 4)), np.zeros(0))
+        clone(explainer).fit(np.zeros((0, 4)), black_box=lambda rows: np.zeros((len(rows), 2)))
 
 
-@parametrize_explainers
+@parametrize_output_explainers
 def test_missing_outputs(explainer, xor_data):
     X, _ = xor_data
     with pytest.raises(ValueError, match="requires y to be passed"):
@@ -246,7 +250,7 @@ def test_black_box_returning_bad_outputs(explainer, xor_data, black_box, message
         clone(explainer).fit(X, black_box=black_box)
 
 
-@parametrize_explainers
+@parametrize_output_explainers
 def test_score_without_model_or_outputs(explainer, xor_data):
     X, y = xor_data
     expl = _fit(explainer, X, y)
@@ -276,4 +280,4 @@ def test_cuda_requested_without_cuda(explainer, xor_data):
         pytest.skip("CUDA is available here")
     X, y = xor_data
     with pytest.raises(ValueError, match="CUDA is not available"):
-        clone(explainer).set_params(device="cuda").fit(X, y)
+        _fit(explainer, X, y, device="cuda")
