@@ -10,7 +10,7 @@ holds only data, and :func:`load` rebuilds it with the package's own code:
   (``masker_.mean_``, ``masker_.scale_``, ``masker_.baseline_``,
   ``masker_.baseline_scaled_``, and ``masker_.groups_`` with feature groups) and the
   output standardisation (``output_spec_.center``, ``output_spec_.scale``), and what a
-  method trains before its net (SOInter's energy network, ``energy_net_.module_.*``);
+  method trains before its net (SOInter's energy network, ``energy_net_.net_.module_.*``);
 - the file's string metadata ``"sk_sointer"`` is a JSON document: the format version, the
   version of sk_sointer that wrote it, the estimator's class name, its parameters
   (``get_params(deep=False)``), its other fitted attributes (``n_features_in_``,
@@ -74,11 +74,6 @@ _FACTORIES = {"MLP": MLP, "CNN": CNN, "CNNSelector": CNNSelector, "TokenCNN": To
 # is their parameters (written as {"factory": name, "params": {...}}).
 _FROM_PARAMS = {**_FACTORIES, "ModelRefinement": ModelRefinement, "EnergyNet": EnergyNet}
 
-# An EnergyNet given as SOInter's ``energy`` is stored by these parameters (and nested
-# ``module__*`` options); skorch's others must keep their defaults.
-_ENERGY_PARAMS = ("module", "states", "loss", "max_configurations", "n_candidates",
-                  "max_epochs", "batch_size", "lr", "optimizer", "train_split", "verbose",
-                  "device")
 
 _OPTIMIZER_NAMES = {cls: name for name, cls in _OPTIMIZERS.items()}
 
@@ -155,7 +150,7 @@ def save(estimator, path):
     masker's ``masker_.mean_``, ``masker_.scale_``, ``masker_.baseline_``,
     ``masker_.baseline_scaled_`` (and ``masker_.groups_`` with feature groups),
     ``output_spec_.center`` and ``output_spec_.scale``, and for SOInter its energy
-    network's (``energy_net_.module_.*``). The metadata entry
+    network's (``energy_net_.net_.module_.*``). The metadata entry
     ``"sk_sointer"`` is a JSON object with the keys ``format_version``,
     ``sk_sointer_version``, ``class``, ``params`` (``get_params(deep=False)``),
     ``attributes`` (the other fitted attributes, such as ``n_features_in_``), ``masker``,
@@ -440,11 +435,9 @@ def _encode(value, where):
         return _encode_array(value, where)
     if type(value) in _FROM_PARAMS.values():
         name = next(key for key, cls in _FROM_PARAMS.items() if type(value) is cls)
-        params = value.get_params(deep=False)
-        if name == "EnergyNet":
-            params = _energy_params(params, where)
         return {"factory": name, "params": {
-            key: _encode(item, f"{where} ({name}'s {key!r})") for key, item in params.items()
+            key: _encode(item, f"{where} ({name}'s {key!r})")
+            for key, item in value.get_params(deep=False).items()
         }}
     if isinstance(value, type) and value in _OPTIMIZER_NAMES:
         return {"optimizer": _OPTIMIZER_NAMES[value]}
@@ -453,26 +446,6 @@ def _encode(value, where):
         return {"random_state": {"keys": keys.tolist(), "pos": int(pos),
                                  "has_gauss": int(has_gauss), "cached_gaussian": float(cached)}}
     raise ValueError(_unstorable(value, where))
-
-
-def _energy_params(params, where):
-    """The parameters an EnergyNet is stored by; a ValueError if skorch's others were
-    changed, which the file would lose."""
-    defaults = EnergyNet().get_params(deep=False)
-    changed = sorted(
-        name for name, value in params.items()
-        if name not in _ENERGY_PARAMS and "__" not in name and not name.startswith("_")
-        and not (value is defaults.get(name) or (type(value) is type(defaults.get(name))
-                                                 and isinstance(value, (str, int, float, bool,
-                                                                        set, type(None)))
-                                                 and value == defaults.get(name)))
-    )
-    if changed:
-        raise ValueError(f"sk_sointer.save cannot store {where}: an EnergyNet is stored by "
-                         f"{', '.join(_ENERGY_PARAMS)} and module__* options, and this one "
-                         f"also sets {changed}.")
-    return {name: value for name, value in params.items()
-            if name in _ENERGY_PARAMS or name.startswith("module__")}
 
 
 def _unstorable(value, where):

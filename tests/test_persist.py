@@ -20,7 +20,7 @@ from sklearn.multioutput import MultiOutputClassifier
 from skorch.callbacks import EarlyStopping
 from torch import nn
 
-from sk_sointer import (MLP, EnergyNet, EvalXEvaluator, HardKumaExplainer, L2XExplainer,
+from sk_sointer import (MLP, EnergyMLP, EnergyNet, EvalXEvaluator, HardKumaExplainer, L2XExplainer,
                         MEEDExplainer, RealXExplainer, SOInterExplainer, load, save)
 
 GROUPS = np.array([0, 0, 1, 1, 2, 2, 3, 3])
@@ -52,7 +52,8 @@ CASES = {
     "meed-classifier-model": (MEEDExplainer(k=2, **FAST), "classification", "model"),
     "meed-groups-regression": (MEEDExplainer(k=1, groups=GROUPS, **FAST), "regression", "outputs"),
     "sointer-multilabel-model": (
-        SOInterExplainer(target=1, k=2, energy=EnergyNet(max_epochs=2, module__hidden_units=(16,)),
+        SOInterExplainer(target=1, k=2, energy=EnergyNet(max_epochs=2,
+                                                                 module=EnergyMLP(hidden_units=(16,))),
                          energy_masks=1, **FAST), "multilabel", "model"),
     "sointer-groups-draws-multilabel-model": (
         SOInterExplainer(target=0, k=1, groups=GROUPS, fill="draws", n_draws=2, append_mask=False,
@@ -614,7 +615,7 @@ def test_load_and_save_paths_get_clear_errors(saved, data, tmp_path):
         save(original, tmp_path / "missing" / "l2x.safetensors")
 
 
-def test_a_sointer_energy_net_with_other_skorch_options_is_refused_in_one_line(tmp_path):
+def test_a_sointer_energy_net_with_callbacks_is_refused_in_one_line(tmp_path):
     from sklearn.multioutput import MultiOutputClassifier
 
     from sk_sointer import EnergyNet, SOInterExplainer
@@ -624,12 +625,13 @@ def test_a_sointer_energy_net_with_other_skorch_options_is_refused_in_one_line(t
     labels = np.c_[X[:, 0] > 0, X[:, 1] > 0].astype(int)
     model = MultiOutputClassifier(LogisticRegression()).fit(X, labels)
     expl = SOInterExplainer(target=0, k=1, max_epochs=1,
-                            energy=EnergyNet(max_epochs=1, warm_start=True),
+                            energy=EnergyNet(max_epochs=1, callbacks=[EarlyStopping(monitor="train_loss")]),
                             energy_masks=1, random_state=0, device="cpu")
     expl.fit(X, black_box=model)
     with pytest.raises(ValueError) as info:
         save(expl, tmp_path / "sointer.safetensors")
     message = str(info.value)
-    assert message.startswith("sk_sointer.save cannot store parameter 'energy'")
-    assert "['warm_start']" in message and "\n" not in message
+    assert message.startswith("sk_sointer.save cannot store parameter 'energy' (EnergyNet's "
+                              "'callbacks')")
+    assert "\n" not in message
     assert not (tmp_path / "sointer.safetensors").exists()

@@ -298,7 +298,7 @@ def test_energy_none_fits_the_default_energy_network(e1, multilabel_model):
     params = {**FAST, "energy": None, "energy_masks": 1, "max_epochs": 1}
     expl = SOInterExplainer(target=0, k=2, **params).fit(X[:200], black_box=multilabel_model)
     assert isinstance(expl.energy_net_, EnergyNet) and expl.energy is None
-    assert len(expl.energy_net_.history) == EnergyNet().max_epochs
+    assert len(expl.energy_net_.net_.history) == EnergyNet().max_epochs
     assert (expl.transform(X[:5]).sum(axis=1) == 2).all()
 
 

@@ -27,6 +27,8 @@ from numbers import Integral
 import numpy as np
 import torch
 import torch.nn.functional as F
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNet
 from skorch.dataset import unpack_data
 from skorch.utils import to_tensor
@@ -116,21 +118,23 @@ class Configurations:
         return torch.stack(columns, dim=1)
 
 
-class EnergyNet(NeuralNet):
-    """skorch net learning an energy ``E(x, y)`` of a model's joint discrete outputs.
+class EnergyNet(BaseEstimator):
+    """Learns an energy ``E(x, y)`` of a model's joint discrete outputs.
 
     Fit it on rows (as the networks see them: standardised, possibly masked) and the
     model's outputs on them as integer codes, ``(n_samples, n_outputs)``: the class index
     of each output (0/1 for a label). Used by :class:`~sk_sointer.SOInterExplainer`, which
     pre-trains it on full and masked rows; usable alone as a structured-output surrogate
-    (:meth:`predict` gives the configuration of lowest energy).
+    (:meth:`predict` gives the configuration of lowest energy). The trained skorch net is
+    ``net_`` (composed, as the explainers compose theirs).
 
     Parameters
     ----------
     module : callable, default=EnergyMLP()
         Factory ``(in_features, encoding_width) -> module`` of the energy network; the
         module is called as ``module(x, phi)`` and ``module.table(x, phi_table)`` (see
-        :class:`~sk_sointer.EnergyMLP`). Nested options: ``module__hidden_units=...``.
+        :class:`~sk_sointer.EnergyMLP`). Nested options: ``module__hidden_units=...``
+        through ``set_params``.
     states : tuple of int, default=None
         Number of values of each output; by default one more than the largest code seen
         by ``fit`` for each output (at least 2).
@@ -145,28 +149,39 @@ class EnergyNet(NeuralNet):
     n_candidates : int, default=32
         Random configurations per batch, besides the model's and its neighbours, when the
         configurations are not enumerated.
-    max_epochs, batch_size, lr, optimizer, train_split, device, ... :
-        skorch's own parameters, with defaults suited to small tabular problems:
+    max_epochs, batch_size, lr, optimizer, train_split, callbacks, device, verbose :
+        skorch's training parameters, with defaults suited to small tabular problems:
         ``max_epochs=50``, ``batch_size=128``, ``lr=1e-3``, Adam, no validation split.
+
+    Attributes
+    ----------
+    net_ : skorch net
+        The trained energy network: ``net_.module_`` and its training ``net_.history``.
+    configurations_ : Configurations
+        The joint configurations of the outputs.
+    in_features_ : int
+        Width of the rows the network reads.
     """
 
     def __init__(self, module=EnergyMLP(), *, states=None, loss="likelihood",
                  max_configurations=1024, n_candidates=32, max_epochs=50, batch_size=128,
-                 lr=1e-3, optimizer=torch.optim.Adam, train_split=None, verbose=0,
-                 criterion=torch.nn.Module, **kwargs):
+                 lr=1e-3, optimizer=torch.optim.Adam, train_split=None, callbacks=None,
+                 device="cpu", verbose=0):
+        self.module = module
         self.states = states
         self.loss = loss
         self.max_configurations = max_configurations
         self.n_candidates = n_candidates
-        # ``criterion`` is unused (the losses are computed in candidate_loss); skorch's
-        # parameters must hold one.
-        super().__init__(module, criterion=criterion, max_epochs=max_epochs,
-                         batch_size=batch_size, lr=lr, optimizer=optimizer,
-                         train_split=train_split, verbose=verbose, **kwargs)
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.lr = lr
+        self.optimizer = optimizer
+        self.train_split = train_split
+        self.callbacks = callbacks
+        self.device = device
+        self.verbose = verbose
 
-    # -- set-up ------------------------------------------------------------------------
-
-    def fit(self, X, y=None, **fit_params):
+    def fit(self, X, y=None):
         """Fit on rows ``X`` and the model's outputs ``y``: integer codes ``(n_samples,
         n_outputs)``, or per-output probabilities ``(n_samples, sum(states))`` (every
         output's distribution over its values, side by side; ``states`` must be set). With
@@ -175,22 +190,40 @@ class EnergyNet(NeuralNet):
         into the energies; otherwise the configuration of most probable values is fitted
         with ``loss``."""
         targets = self._check_targets(y, X)
-        if not self.warm_start or not self.initialized_:
-            states = self.states
-            if states is None:
-                states = np.maximum(targets.max(axis=0) + 1, 2)
-            self._configure(np.asarray(X).shape[1], states)
-        return super().fit(X, targets, **fit_params)
+        states = self.states
+        if states is None:
+            states = np.maximum(targets.max(axis=0) + 1, 2)
+        self.net_ = self._net(np.asarray(X).shape[1], states).fit(X, targets)
+        return self
 
     def build(self, in_features, states):
         """The untrained network for rows of ``in_features`` values and outputs of
         ``states`` values each, as ``fit`` builds it: what a saved one is loaded into."""
-        self._configure(in_features, states)
-        return self.initialize()
+        self.net_ = self._net(in_features, states).initialize()
+        return self
 
-    def _configure(self, in_features, states):
+    def _net(self, in_features, states):
         self.configurations_ = Configurations(states)
         self.in_features_ = int(in_features)
+        return EnergyModel(
+            self.module, configurations=self.configurations_, in_features=self.in_features_,
+            loss=self.loss, max_configurations=self.max_configurations,
+            n_candidates=self.n_candidates, max_epochs=self.max_epochs,
+            batch_size=self.batch_size, lr=self.lr, optimizer=self.optimizer,
+            train_split=self.train_split, callbacks=self.callbacks, device=self.device,
+            verbose=self.verbose,
+        )
+
+    def predict(self, X):
+        """The configuration of lowest energy per row, ``(n_samples, n_outputs)`` int64."""
+        check_is_fitted(self)
+        return self.net_.predict(X)
+
+    def predict_proba(self, X):
+        """The per-output marginal probabilities, concatenated: ``(n_samples,
+        sum(states))``."""
+        check_is_fitted(self)
+        return self.net_.predict_proba(X)
 
     def _check_targets(self, y, X):
         if self.loss not in ("likelihood", "value"):
@@ -221,14 +254,29 @@ class EnergyNet(NeuralNet):
             f"{self.states}."
         )
 
-    def initialize_module(self):
-        factory = self.module
-        module_params = self.get_params_for("module")
-        if module_params and hasattr(factory, "set_params"):
-            from sklearn.base import clone
 
-            factory = clone(factory).set_params(**module_params)
-        self.module_ = build_network(factory, self.in_features_, self.configurations_.n_encoding)
+
+class EnergyModel(NeuralNet):
+    """The skorch net of an :class:`EnergyNet`: the energy network (``module_``), its
+    training losses and its inference over configurations.
+
+    ``configurations`` (a :class:`Configurations`) and ``in_features`` size the network;
+    ``loss``, ``max_configurations`` and ``n_candidates`` are the :class:`EnergyNet`'s.
+    """
+
+    def __init__(self, module, *, configurations, in_features, loss, max_configurations,
+                 n_candidates, **kwargs):
+        self.configurations = configurations
+        self.in_features = in_features
+        self.loss = loss
+        self.max_configurations = max_configurations
+        self.n_candidates = n_candidates
+        # The losses are computed in candidate_loss; skorch's parameters must hold a
+        # criterion all the same.
+        super().__init__(module, criterion=torch.nn.Module, **kwargs)
+
+    def initialize_module(self):
+        self.module_ = build_network(self.module, self.in_features, self.configurations.n_encoding)
         return self
 
     def get_iterator(self, dataset, training=False):
@@ -242,13 +290,13 @@ class EnergyNet(NeuralNet):
     @property
     def exact(self):
         """Whether every configuration is enumerated."""
-        return self.configurations_.n_configurations <= self.max_configurations
+        return self.configurations.n_configurations <= self.max_configurations
 
     def _table(self, device):
         cache = self.__dict__.setdefault("_tables", {})
         if device not in cache:
-            codes = self.configurations_.all().to(device)
-            cache[device] = (codes, self.configurations_.encode(codes))
+            codes = self.configurations.all().to(device)
+            cache[device] = (codes, self.configurations.encode(codes))
         return cache[device]
 
     # -- training ----------------------------------------------------------------------
@@ -259,7 +307,7 @@ class EnergyNet(NeuralNet):
         if proba is not None and self.exact:
             log_marginals = self.log_marginals(X)
             return -torch.cat(log_marginals, dim=1).mul(proba).sum(1).mean()
-        configurations = self.configurations_
+        configurations = self.configurations
         if self.exact:
             table, phi = self._table(X.device)
             energies = self.module_.table(X, phi)
@@ -307,7 +355,7 @@ class EnergyNet(NeuralNet):
 
     def codes_of(self, proba):
         """The most probable value of every output, from per-output probabilities."""
-        blocks = proba.split(list(self.configurations_.states), dim=1)
+        blocks = proba.split(list(self.configurations.states), dim=1)
         return torch.stack([block.argmax(dim=1) for block in blocks], dim=1)
 
     # -- inference ---------------------------------------------------------------------
@@ -315,7 +363,7 @@ class EnergyNet(NeuralNet):
     def energy(self, X, codes):
         """``E(x, y)`` of rows ``X`` (tensor, the net's input space) with configurations
         ``codes`` (``(B, n_outputs)`` tensor, or ``(B, C, n_outputs)`` for several per row)."""
-        return self.module_(X, self.configurations_.encode(codes))
+        return self.module_(X, self.configurations.encode(codes))
 
     def argmin(self, X):
         """The configuration of lowest energy for every row of the tensor ``X``: exact when
@@ -325,7 +373,7 @@ class EnergyNet(NeuralNet):
         if self.exact:
             table, phi = self._table(X.device)
             return table[self.module_.table(X, phi).argmin(dim=1)]
-        configurations = self.configurations_
+        configurations = self.configurations
         codes = torch.zeros(len(X), configurations.n_outputs, dtype=torch.long, device=X.device)
         for _ in range(20):
             before = codes.clone()
@@ -345,7 +393,7 @@ class EnergyNet(NeuralNet):
         return [
             torch.stack([torch.logsumexp(log_joint[:, table[:, i] == v], dim=1) for v in range(s)],
                         dim=1)
-            for i, s in enumerate(self.configurations_.states)
+            for i, s in enumerate(self.configurations.states)
         ]
 
     def marginals(self, X):
@@ -353,7 +401,7 @@ class EnergyNet(NeuralNet):
         list of ``(B, states[i])`` tensors. Exact when the configurations are enumerated;
         else the conditional distribution of each output given the others at
         :meth:`argmin` (an approximation)."""
-        configurations = self.configurations_
+        configurations = self.configurations
         if self.exact:
             return [log_marginal.exp() for log_marginal in self.log_marginals(X)]
         codes = self.argmin(X)

@@ -214,7 +214,7 @@ class SOInterNet(SelectorJudgeNet):
         outputs summed out (``"marginal"``)."""
         if self.objective == "marginal":
             return self.free_energies(rows)
-        n_values = self.energy.configurations_.states[self.target]
+        n_values = self.energy.configurations.states[self.target]
         options = masked_codes.unsqueeze(1).repeat(1, n_values, 1)
         options[:, :, self.target] = torch.arange(n_values, device=rows.device)
         return self.energy.energy(rows, options)
@@ -225,7 +225,7 @@ class SOInterNet(SelectorJudgeNet):
         table, phi = self.energy._table(rows.device)
         energies = self.energy.module_.table(rows, phi)
         values = table[:, self.target]
-        n_values = self.energy.configurations_.states[self.target]
+        n_values = self.energy.configurations.states[self.target]
         return torch.stack(
             [-torch.logsumexp(-energies[:, values == v], dim=1) for v in range(n_values)], dim=1
         )
@@ -421,11 +421,11 @@ class SOInterExplainer(BaseExplainer):
         The fitted interpreter; its history holds per epoch ``train_loss`` (the mean
         hinge), ``flip_rate`` (rows whose target the re-query's masks flipped) and
         ``topk_flip_rate`` (the same for the top-k masks) and, with ``fill="draws"``,
-        ``draws_flip_rate`` (the expected flips of the top-k masks under the draws, which
-        picks the kept epoch).
+        ``draws_flip_rate`` (the expected flips of the top-k masks under the draws);
+        ``kept_flip_rate`` is the one of those two that picks the kept epoch.
 
     energy_net_ : EnergyNet
-        The fitted energy network (also ``net_.energy``).
+        The fitted energy network; its skorch net ``energy_net_.net_`` is ``net_.energy``.
 
     objective_ : {"joint", "marginal"}
         The objective used (what ``objective="auto"`` resolved to).
@@ -630,7 +630,7 @@ class SOInterExplainer(BaseExplainer):
                                  verbose=max(self.verbose - 1, 0))
 
     def _fitted_parts(self):
-        return {"energy_net_.module_": self.energy_net_.module_}
+        return {"energy_net_.net_.module_": self.energy_net_.net_.module_}
 
     def _rebuild_parts(self, problem, device):
         # The energy network reads the rows as masker.mask gives them: with append_mask,
@@ -642,7 +642,7 @@ class SOInterExplainer(BaseExplainer):
     def _build_net(self, problem, **net_params):
         return SOInterNet(
             self.selector,
-            energy=self.energy_net_,
+            energy=self.energy_net_.net_,
             k=self.k_,
             tau=self.tau,
             target=problem.target,
