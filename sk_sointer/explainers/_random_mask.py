@@ -60,30 +60,49 @@ def cosine_factor(epoch, n_epochs):
     return 0.5 * (1.0 + math.cos(math.pi * min(epoch - 1, n_epochs) / n_epochs))
 
 
-class RandomMaskPredictorNet(SelectorJudgeNet):
-    """skorch net training ``module_`` as a predictor on random Bernoulli(0.5) masks.
+class JudgeNet(SelectorJudgeNet):
+    """skorch net training ``module_`` alone as a judge of masked rows.
 
-    EVAL-X's evaluator: the net has no selector, its module is the judge. ``train_step``
-    runs :func:`predictor_step` with the learning rate decaying over ``max_epochs``
-    (cosine); the validation loss is the same objective with fresh random masks, in
-    evaluation mode.
+    With ``masks="random"`` (EVAL-X's evaluator) every step draws random Bernoulli(0.5)
+    masks and runs :func:`predictor_step`, the learning rate decaying (cosine) over
+    ``max_epochs``. With ``masks="given"`` (the FS-A / FU-A of
+    :func:`~sk_sointer.metrics.approximator_accuracy`) the net is fed the standardised
+    rows followed by their 0/1 feature masks, and the judge learns on the rows masked so.
+    The validation loss is the same objective in evaluation mode.
     """
 
     selector = False
     judge = "module"
 
+    def __init__(self, module, *, masks="random", **kwargs):
+        self.masks = masks
+        super().__init__(module, **kwargs)
+
     def train_step(self, batch, **fit_params):
         X, targets = self.batch_tensors(batch)
-        factor = cosine_factor(self.epoch, self.max_epochs)
-        loss = predictor_step(self, self.module_, self.optimizer_, X, targets, factor)
+        if self.masks == "random":
+            factor = cosine_factor(self.epoch, self.max_epochs)
+            loss = predictor_step(self, self.module_, self.optimizer_, X, targets, factor)
+        else:
+            set_mode(self.module_, True)
+            loss = self._given_mask_loss(X, targets)
+            self.step(self.optimizer_, loss, self.module_)
+            loss = loss.detach()
         return {"loss": loss, "y_pred": None}
 
     def validation_step(self, batch, **fit_params):
         X, targets = self.batch_tensors(batch)
         self.module_.eval()
         with torch.no_grad():
-            loss = random_mask_loss(self, self.module_, X, targets)
+            if self.masks == "random":
+                loss = random_mask_loss(self, self.module_, X, targets)
+            else:
+                loss = self._given_mask_loss(X, targets)
         return {"loss": loss, "y_pred": None}
+
+    def _given_mask_loss(self, X, targets):
+        masks = X[:, self.n_features :]
+        return -log_likelihood(self, self.module_, X, masks, targets).mean()
 
 
 class PredictorFirstNet(SelectorJudgeNet):

@@ -16,7 +16,7 @@ from .._networks import MLP
 from .._outputs import output_agreement, output_loss, output_values
 from .._utils import in_chunks
 from ..base import _SkorchEstimatorMixin, _check_masks
-from ..explainers._random_mask import RandomMaskPredictorNet
+from ..explainers._random_mask import JudgeNet
 
 # Metrics of score_masks for which lower is better; scorers negate them.
 _LOWER_IS_BETTER = {"eNLL", "eMSE"}
@@ -77,7 +77,7 @@ class EvalXEvaluator(_SkorchEstimatorMixin, BaseEstimator):
 
     Attributes
     ----------
-    net_ : RandomMaskPredictorNet
+    net_ : JudgeNet
         The fitted skorch net; ``net_.module_`` is the evaluator network.
 
     black_box_ : BlackBox or None
@@ -179,8 +179,8 @@ class EvalXEvaluator(_SkorchEstimatorMixin, BaseEstimator):
         self.verbose = verbose
 
     def _build_net(self, problem, **net_params):
-        return RandomMaskPredictorNet(
-            self.predictor, append_mask=self.append_mask, **problem.net_params(), **net_params
+        return JudgeNet(
+            self.predictor, masks="random", append_mask=self.append_mask, **problem.net_params(), **net_params
         )
 
     @_fit_context(prefer_skip_nested_validation=False)

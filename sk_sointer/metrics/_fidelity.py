@@ -15,10 +15,11 @@ from sklearn.utils import check_array
 
 from .._layout import flatten_rows, image_shape_of
 from .._masking import Masker
-from .._networks import MLP, build_network
-from .._outputs import output_agreement, output_loss, output_values
+from .._networks import MLP
+from .._outputs import output_agreement
 from .._utils import in_chunks, resolve_device, seeded
 from ..black_box import as_black_box, model_agreement
+from ..explainers._random_mask import JudgeNet
 
 
 def posthoc_accuracy(black_box, X, masks, *, baseline=None, multioutput="uniform_average",
@@ -145,30 +146,19 @@ def approximator_accuracy(black_box, X_train, masks_train, X_test, masks_test, *
     spec = black_box.spec.fitted(targets)
     masker = Masker(baseline).fit(X_train)
     device = resolve_device(device)
-    factory = approximator or MLP(hidden_units=(200, 200), batch_norm=True)
-    input_shape = image_shape_of(row_shape, X_train.shape[1]) or (X_train.shape[1],)
-
-    def masked(X, masks):
-        rows = torch.as_tensor(masker.standardize(X), device=device)
-        return masker.mask(rows, torch.as_tensor(masks, device=device))
-
     with seeded(random_state, device):
-        network = build_network(factory, X_train.shape[1], spec.n_columns, input_shape).to(device)
-        optimizer = torch.optim.Adam(network.parameters(), lr=lr)
-        inputs = masked(X_train, masks_train)
-        outputs = torch.as_tensor(spec.standardize(targets), device=device)
-        network.train()
-        for _ in range(max_epochs):
-            for index in torch.randperm(len(inputs), device=device).split(batch_size):
-                if len(index) < 2:
-                    continue  # batch normalisation needs two rows
-                optimizer.zero_grad()
-                output_loss(network(inputs[index]), outputs[index], spec).backward()
-                optimizer.step()
-        network.eval()
-        with torch.no_grad():
-            predicted = output_values(network(masked(X_test, masks_test)), spec).cpu().numpy()
-    return output_agreement(reference, predicted, spec)
+        judge = JudgeNet(
+            approximator or MLP(hidden_units=(200, 200), batch_norm=True), masks="given",
+            masker=masker, output_spec=spec,
+            input_shape=image_shape_of(row_shape, X_train.shape[1]) or (X_train.shape[1],),
+            max_epochs=max_epochs, batch_size=min(batch_size, len(X_train)), lr=lr,
+            optimizer=torch.optim.Adam, train_split=None, device=device, verbose=0,
+        )
+        judge.fit(np.hstack([masker.standardize(X_train), masks_train]).astype(np.float32),
+                  spec.standardize(targets))
+        predicted = judge.predict_masked(torch.as_tensor(masker.standardize(X_test)),
+                                         torch.as_tensor(masks_test, dtype=torch.float32))
+    return output_agreement(reference, predicted.cpu().numpy(), spec)
 
 
 def _rows_and_masks(X, masks, features, masks_name="masks"):
