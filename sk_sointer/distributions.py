@@ -208,6 +208,16 @@ class RebarBernoulli(Distribution):
         """The most likely selection, ``1[logits > 0]``."""
         return (self.logits > 0).to(self.logits.dtype)
 
+    @property
+    def scores(self):
+        """What an explainer's ``explain`` returns: the selection probabilities."""
+        return self.probs
+
+    @staticmethod
+    def selection_threshold():
+        """With ``k=None``, the scores above this are selected: the more likely than not."""
+        return 0.5
+
     def sample(self, sample_shape=torch.Size()):
         with torch.no_grad():
             return self.rebar_sample(sample_shape).hard
@@ -615,6 +625,17 @@ class HardKumaraswamy(Distribution):
 
     def _stretched_to_kuma(self, value):
         return (value - self.lower) / (self.upper - self.lower)
+
+    @property
+    def scores(self):
+        """What an explainer's ``explain`` returns: the probability that a gate is open."""
+        return self.prob_nonzero
+
+    @staticmethod
+    def selection_threshold():
+        """With ``k=None``, the gates with a higher chance of being open than this are
+        selected: those whose test-time value (:attr:`mode`) is non-zero."""
+        return open_gate_probability()
 
     @property
     def mode(self):

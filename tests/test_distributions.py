@@ -7,7 +7,7 @@ import torch
 import itertools
 
 from sk_sointer._topk import topk_mask
-from sk_sointer.distributions import GumbelTopK, SubsetConcrete, gumbel_noise
+from sk_sointer.distributions import GumbelTopK, RebarBernoulli, SubsetConcrete, gumbel_noise
 
 
 def test_samples_lie_in_the_unit_interval_and_have_the_batch_shape():
@@ -262,3 +262,22 @@ def test_hard_kuma_checks_its_stretch_and_expands():
         HardKumaraswamy(1.0, 1.0, lower=0.1)
     gates = HardKumaraswamy(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 0.5])).expand((3, 2))
     assert gates.batch_shape == (3, 2) and gates.rsample().shape == (3, 2)
+
+
+@pytest.mark.parametrize("build", [
+    lambda logits: RebarBernoulli(0.5, logits),
+    lambda logits: HardKumaraswamy.from_logits(logits),
+], ids=["rebar", "hardkuma"])
+def test_selections_above_the_threshold_are_those_the_mode_keeps(build):
+    """The interface every per-feature selection shares: ``scores`` (what explain returns),
+    ``selection_threshold()`` (k=None keeps the scores above it) and ``mode`` agree."""
+    logits = torch.linspace(-6, 6, 2001)
+    selections = build(logits)
+    kept = selections.scores > type(selections).selection_threshold()
+    # Away from the boundary itself (one logit's width), the two rules coincide.
+    boundary = (selections.mode > 0).float().diff().nonzero()
+    far = torch.ones_like(kept)
+    for index in boundary.flatten():
+        far[max(index - 1, 0): index + 3] = False
+    assert torch.equal(kept[far], (selections.mode > 0)[far])
+    assert torch.all(selections.scores.diff() >= 0)  # scores rise with the logits

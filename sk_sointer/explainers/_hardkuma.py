@@ -396,7 +396,7 @@ zero_output=True)
     array([1., 0., 0., 0., 0.], dtype=float32)
     """
 
-    _threshold = open_gate_probability()
+    _threshold = HardKumaraswamy.selection_threshold()
 
     _parameter_constraints: dict = {
         **BaseExplainer._parameter_constraints,
@@ -525,4 +525,4 @@ zero_output=True)
         )
 
     def _selector_scores(self, X):
-        return self.net_.gates(X).prob_nonzero
+        return self.net_.gates(X).scores

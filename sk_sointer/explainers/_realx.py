@@ -24,7 +24,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from .._docstrings import fill_doc
 from .._networks import MLP
 from ..base import TOKENS_CONSTRAINT, BaseExplainer
-from ..distributions import HardKumaraswamy, RebarBernoulli, open_gate_probability
+from ..distributions import HardKumaraswamy, RebarBernoulli
 from ._net import set_mode
 from ._random_mask import PredictorFirstNet, log_likelihood
 
@@ -66,15 +66,19 @@ class RealXNet(PredictorFirstNet):
         loss, logits = self._selector_update(X, targets)
         return {"loss": loss, "y_pred": logits}
 
+    def selections(self, logits):
+        """The selector's distribution over selections: REBAR's Bernoulli, or Hard
+        Kumaraswamy gates (``relaxation``)."""
+        if self.relaxation == "hardkuma":
+            return HardKumaraswamy.from_logits(logits)
+        return RebarBernoulli(self.tau, logits)
+
     def selector_validation_loss(self, X, targets):
         logits = self.module_(X)
-        if self.relaxation == "hardkuma":
-            gates = HardKumaraswamy.from_logits(logits)
-            masks, probs = (gates.mode > 0).to(X.dtype), gates.prob_nonzero
-        else:
-            masks, probs = (logits > 0).to(X.dtype), torch.sigmoid(logits)
+        selections = self.selections(logits)
+        masks = (selections.mode > 0).to(X.dtype)
         log_lik = log_likelihood(self, self.predictor_, X, masks, targets)
-        loss = (-log_lik + self.alpha * probs.mean(dim=1)).mean()
+        loss = (-log_lik + self.alpha * selections.scores.mean(dim=1)).mean()
         return {"loss": loss, "y_pred": logits}
 
     def _selector_update(self, X, targets):
@@ -87,7 +91,7 @@ class RealXNet(PredictorFirstNet):
         # training mode here).
         set_mode(self.predictor_, False)
         logits = self.module_(X)
-        selection = RebarBernoulli(self.tau, logits)
+        selection = self.selections(logits)
         draw = selection.rebar_sample()  # eqs. 8-10
         # f(s), f(sigma(z/tau)) and f(sigma(z_tilde/tau)) in one forward pass: exact, since
         # the predictor is in evaluation mode and treats rows independently.
@@ -95,7 +99,7 @@ class RealXNet(PredictorFirstNet):
         f_hard, f_relaxed, f_conditional = log_likelihood(
             self, self.predictor_, X.repeat(3, 1), masks, targets.repeat(3, 1)
         ).chunk(3)
-        sparsity = torch.sigmoid(logits).mean(dim=1)
+        sparsity = selection.scores.mean(dim=1)
         # eq. 11: score-function term with the conditional relaxation as control variate,
         # plus the reparameterised correction f(sigma(z/tau)) - f(sigma(z_tilde/tau)), minus
         # the sparsity penalty on the mean selection probability (the released code's form).
@@ -119,9 +123,9 @@ class RealXNet(PredictorFirstNet):
         set_mode(self.module_, True)
         set_mode(self.predictor_, False)  # as in the REBAR step
         logits = self.module_(X)
-        gates = HardKumaraswamy.from_logits(logits)
+        gates = self.selections(logits)
         log_lik = log_likelihood(self, self.predictor_, X, gates.rsample(), targets)
-        sparsity = gates.prob_nonzero.mean(dim=1)
+        sparsity = gates.scores.mean(dim=1)
         objective = (-log_lik + self.alpha * sparsity).mean()
         self.step(self.optimizer_, objective, self.module_)
         return objective.detach(), logits.detach()
@@ -414,12 +418,8 @@ class RealXExplainer(BaseExplainer):
 
     @property
     def _threshold(self):
-        # k=None keeps the selections more likely than not (Bernoulli), or the gates whose
-        # test-time value is non-zero (HardKuma).
-        return open_gate_probability() if self.relaxation == "hardkuma" else 0.5
+        relaxation = {"rebar": RebarBernoulli, "hardkuma": HardKumaraswamy}[self.relaxation]
+        return relaxation.selection_threshold()
 
     def _selector_scores(self, X):
-        logits = self.net_.module_(X)
-        if self.relaxation == "hardkuma":
-            return HardKumaraswamy.from_logits(logits).prob_nonzero
-        return torch.sigmoid(logits)
+        return self.net_.selections(self.net_.module_(X)).scores
