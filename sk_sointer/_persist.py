@@ -822,15 +822,8 @@ def _load_net(estimator, state, header, device, path):
     if not n_features <= selector_in_features <= n_features + estimator.output_spec_.n_columns:
         raise ValueError(f"The file's selector_in_features={selector_in_features} does not "
                          f"match its {n_features} features.")
-    problem = Problem(
-        n_features=n_features,
-        input_shape=input_shape,
-        masker=estimator.masker_,
-        output_spec=estimator.output_spec_,
-        black_box=estimator.black_box_,
-        n_tokens=estimator.layout_.n_tokens,
-        layout=estimator.layout_,
-    )
+    problem = Problem(estimator.layout_, estimator.masker_, estimator.output_spec_,
+                      estimator.black_box_)
     meta = torch.device("meta")
     try:
         with torch.device(meta):

@@ -73,33 +73,40 @@ _OPTIMIZERS = {
 class Problem:
     """What ``fit`` resolved about the data and the black box, before any training.
 
+    ``fit`` builds it from the data, :func:`sk_sointer.load` from a file's fitted state.
+
     Attributes
     ----------
-    n_features : int
-        Width of a (flattened) row.
-    input_shape : tuple
-        Shape of one row as the networks may read it: ``(n_features,)`` for a table,
-        ``(channels, height, width)`` for images.
+    layout : RowLayout
+        The rows' layout: width, shape, image, tokens, groups.
     masker : Masker
         Fitted masker: baseline, standardisation, feature groups.
     output_spec : OutputSpec
         The black box's outputs, with the target output selected when there is one.
     black_box : BlackBox or None
         The model, when ``fit`` received one (``None``: outputs only).
-    n_tokens : int or None
-        With token ids (``tokens=True``): the number of ids (the largest seen, plus one).
-    layout : RowLayout or None
-        The rows' layout (shape, image, tokens, groups), of which ``input_shape`` and
-        ``n_tokens`` are parts.
     """
 
-    n_features: int
-    input_shape: tuple
+    layout: RowLayout
     masker: Masker
     output_spec: OutputSpec
     black_box: BlackBox = None
-    n_tokens: int = None
-    layout: RowLayout = None
+
+    @property
+    def n_features(self):
+        """Width of a (flattened) row."""
+        return self.layout.n_features
+
+    @property
+    def input_shape(self):
+        """Shape of one row as the networks may read it: ``(n_features,)`` for a table,
+        ``(channels, height, width)`` for images."""
+        return self.layout.input_shape
+
+    @property
+    def n_tokens(self):
+        """With token ids (``tokens=True``): the number of ids (the largest seen, plus one)."""
+        return self.layout.n_tokens
 
     @property
     def n_groups(self):
@@ -190,15 +197,8 @@ class _SkorchEstimatorMixin:
         )
         masker = Masker(self.baseline, layout.groups, tokens=tokens).fit(X)
         model, targets, spec = self._resolve_targets(X, y, black_box, row_shape, tokens)
-        problem = Problem(
-            n_features=X.shape[1],
-            input_shape=layout.input_shape,
-            masker=masker,
-            output_spec=spec.select(getattr(self, "target", None)).fitted(targets),
-            black_box=model,
-            n_tokens=layout.n_tokens,
-            layout=layout,
-        )
+        spec = spec.select(getattr(self, "target", None)).fitted(targets)
+        problem = Problem(layout, masker, spec, model)
         self._check_params(problem)
         self.layout_ = layout
         self.black_box_ = model
