@@ -113,9 +113,10 @@ class PredictorFirstNet(SelectorJudgeNet):
     the net's optimizer class and ``lr``; ``predictor_optimizer__*`` options apply to the
     predictor's alone). In epochs ``1 .. predictor_epochs`` (:meth:`predictor_phase`) the
     predictor trains alone on random masks, its learning rate decaying (cosine) over
-    :meth:`predictor_decay_epochs`; in later epochs the method's :meth:`selector_step`
-    runs. Validation scores the random-mask loss in the predictor phase and the method's
-    :meth:`selector_validation_loss` after it, every module in evaluation mode.
+    :meth:`predictor_decay_epochs`; in later epochs the method's ``selector_step(X,
+    targets)`` runs. Validation scores the random-mask loss in the predictor phase and the
+    method's ``selector_validation_loss(X, targets)`` after it, every module in evaluation
+    mode. A subclass writes those two, each returning ``{"loss": ..., "y_pred": ...}``.
     """
 
     prefixes_ = [*SelectorJudgeNet.prefixes_, "predictor_optimizer"]
@@ -164,11 +165,3 @@ class PredictorFirstNet(SelectorJudgeNet):
     def eval_modules(self):
         """The net's modules, put in evaluation mode for validation."""
         return [self.module_, self.predictor_]
-
-    def selector_step(self, X, targets):
-        """One training step after the predictor phase: ``{"loss", "y_pred"}``."""
-        raise NotImplementedError
-
-    def selector_validation_loss(self, X, targets):
-        """The validation loss after the predictor phase: ``{"loss", "y_pred"}``."""
-        raise NotImplementedError
