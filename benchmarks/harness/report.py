@@ -79,12 +79,14 @@ def _jsonable(value):
     return value
 
 
-def save_results(path, records, machine, profile):
+def save_results(path, records, machine, profile, study=None):
     """Write ``{"machine", "profile", "records"}`` as JSON, atomically (a crash keeps the
-    previous complete file)."""
+    previous complete file); a study's long records also name the ``study``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = {"machine": machine, "profile": _profile_dict(profile), "records": records}
+    if study is not None:
+        payload = {"study": study, **payload}
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(_jsonable(payload), indent=1, allow_nan=False) + "\n",
                    encoding="utf-8")
@@ -96,6 +98,18 @@ def load_records(path):
     return json.loads(Path(path).read_text(encoding="utf-8"))["records"]
 
 
+def load_study_results(path, study):
+    """The long records, machine and profile of a study's results file; the records of a
+    file in the study's former wide format go through ``study.legacy``."""
+    from .study import Profile
+
+    payload = json.loads(Path(path).read_text(encoding="utf-8"))
+    records = payload["records"]
+    if "study" not in payload:
+        records = [long for record in records for long in study.legacy(record)]
+    return records, payload["machine"], Profile(payload["profile"])
+
+
 def merge_records(kept, new):
     """``kept`` records not redone in ``new``, then ``new``, in data set order."""
     redone = {(record["dataset"], record["method"]) for record in new}
@@ -105,6 +119,8 @@ def merge_records(kept, new):
 
 
 def _profile_dict(profile):
+    if isinstance(profile, dict):
+        return dict(profile)
     return {key: getattr(profile, key) for key in profile.__dataclass_fields__}
 
 
@@ -248,3 +264,89 @@ def update_readme(path, block):
     path.write_text(replace_between_markers(path.read_text(encoding="utf-8"), block),
                     encoding="utf-8")
 
+
+
+# The one renderer of studies (harness/study.py)
+# ----------------------------------------------
+
+
+def _spread(values, kind):
+    if kind == "range":
+        return float(np.ptp(values))
+    return float(np.std(values, ddof=1 if kind == "sd" else 0))
+
+
+def render(study, records, machine, profile):
+    """RST text of a study's records: its caption, then each of its tables (a pivot of the
+    records, mean ± spread over seeds in every cell)."""
+    lines = [*textwrap.wrap(study.caption(records, machine, profile), width=92), ""]
+    for table in study.tables:
+        lines += [*_pivot(study, table, records), ""]
+    return "\n".join(lines)
+
+
+def _pivot(study, table, records):
+    chosen = [r for r in records if r["method"] is not None
+              and all(r.get(key) == value for key, value in table.where.items())]
+    if not chosen:
+        return []
+    by_metric = table.columns == "metric"
+    columns = list(table.metrics) if by_metric else list(dict.fromkeys(
+        r[table.columns] for r in chosen))
+    cells = {}
+    for r in chosen:
+        row = tuple(r.get(key) for key in table.rows)
+        column = r["metric"] if by_metric else r[table.columns]
+        cells.setdefault(row, {}).setdefault(column, []).append(r)
+        if r["metric"] == "error" and by_metric:
+            for metric in columns:
+                cells[row].setdefault(metric, []).append(r)
+    body, previous = [], None
+    for row, by_column in cells.items():
+        shown = [_row_label(study, key, value) for key, value in zip(table.rows, row)]
+        if previous is not None and row[0] == previous:
+            shown[0] = ""
+        previous = row[0]
+        body.append([*shown, *[_format_cell(study, by_column.get(column, []),
+                                            column if by_metric else table.metrics[0])
+                               for column in columns]])
+    header = [table.labels.get(key, _ROW_HEADERS.get(key, key)) for key in table.rows]
+    header += ([table.labels.get(metric, _metric_header(study, metric)) for metric in columns]
+               if by_metric
+               else [study.label(column) for column in columns])
+    return _grid_table(table.title, header, body)
+
+
+_ROW_HEADERS = {"dataset": "Data set", "method": "Method"}
+
+
+def _row_label(study, key, value):
+    if key == "method":
+        return study.label(value)
+    if key == "dataset":
+        return study.dataset_labels.get(value, str(value))
+    if value is None:
+        return _DASH
+    if key in study.metrics:
+        metric = study.metrics[key]
+        return format(metric.scale * value, metric.fmt)
+    return str(value)
+
+
+def _metric_header(study, name):
+    metric = study.metrics[name]
+    return metric.label + (f"\n{metric.unit}" if metric.unit else "")
+
+
+def _format_cell(study, records, name):
+    if any(r["metric"] == "error" for r in records):
+        return _FAILED
+    values = [r["value"] for r in records if r["metric"] == name and r["value"] is not None]
+    if not values:
+        return _DASH
+    metric = study.metrics[name]
+    text = format(metric.scale * float(np.mean(values)), metric.fmt)
+    if len(set(values)) > 1:
+        spread = _spread(values, study.spread)
+        text += " ± " + format(metric.scale * spread, metric.fmt.lstrip("+"))
+    return text

@@ -1,0 +1,222 @@
+"""A study: a declaration of what to measure, the one run loop and the long-format record.
+
+A :class:`Study` names its data sets, its methods (registry keys, or names of its own for
+references such as random masks), how to prepare a data set (rows, black box, evaluator),
+how to measure one method with one seed on it, its metrics and tables, and two profiles
+(``fast`` for CI, ``full`` for the README) as plain dictionaries. :func:`run` goes over data
+sets x methods x seeds and turns every measurement into long records (:func:`records_of`):
+one per metric, with the study, data set, method, seed, metric, value and unit, plus free
+context (k, parameters, an error). :func:`.report.render` draws the tables from them.
+"""
+
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+from threadpoolctl import threadpool_limits
+
+from sk_sointer._utils import resolve_device
+
+from .registry import METHODS
+
+RECORD_KEYS = ("study", "dataset", "method", "seed", "metric", "value", "unit")
+
+
+class Profile(dict):
+    """A profile: plain values by name, also read as attributes (``profile.n_train``).
+
+    ``explainer_params`` (a dict by registry ``params_key``) holds what a profile changes in
+    our explainers; :meth:`params_for` reads it.
+    """
+
+    def __getattr__(self, key):
+        try:
+            return self[key]
+        except KeyError:
+            raise AttributeError(key) from None
+
+    def params_for(self, key):
+        return dict(self.get("explainer_params", {}).get(key, {}))
+
+    def replace(self, **values):
+        return Profile({**self, **values})
+
+
+@dataclass(frozen=True)
+class Metric:
+    """How a metric is shown: its column label, unit, the factor from the recorded value to
+    the shown one and the format of the shown one."""
+
+    label: str
+    unit: str = ""
+    scale: float = 1.0
+    fmt: str = ".3g"
+
+
+@dataclass(frozen=True)
+class Table:
+    """A pivot of the records: one row per distinct value of the ``rows`` fields, one column
+    per metric (``columns="metric"``) or per distinct value of the field ``columns`` (one
+    metric then). ``where`` keeps the records whose fields have the given values; ``labels``
+    names row fields and metrics in this table's header where the study's names do not fit."""
+
+    title: str
+    metrics: tuple
+    rows: tuple = ("dataset", "method")
+    columns: str = "metric"
+    where: dict = field(default_factory=dict)
+    labels: dict = field(default_factory=dict)
+
+
+def _no_values(data):
+    return {}
+
+
+def _one_seed(method, profile):
+    return [None]
+
+
+def _every_method(dataset, methods, profile):
+    return [(method, {}) for method in methods]
+
+
+@dataclass(frozen=True)
+class Study:
+    """What a study measures; see the module docstring.
+
+    ``datasets(profile)`` gives the data set names; ``prepare(dataset, profile, device)``
+    what every method shares on one; ``measure(data, method, seed, profile, device,
+    **context)`` a dict whose numbers are metrics and whose other values are context.
+    ``cases(dataset, methods, profile)`` gives the ``(method, context)`` pairs run on a data
+    set (every method by default), ``seeds(method, profile)`` the seeds of a method
+    (``None``: a single run), ``dataset_values(data)`` metrics of the data set itself
+    (recorded with ``method=None``). ``options`` are command-line options that override a
+    profile value (``{"widths": {"type": int, "nargs": "+"}}``). ``legacy`` turns a record
+    of the wide format this study wrote before into long records; ``spread`` is ``"sd"``
+    (sample standard deviation), ``"std"`` (population) or ``"range"`` (max - min).
+    """
+
+    name: str
+    profiles: dict
+    datasets: Callable
+    methods: tuple
+    prepare: Callable
+    measure: Callable
+    metrics: dict
+    tables: tuple
+    caption: Callable
+    cases: Callable = _every_method
+    seeds: Callable = _one_seed
+    dataset_values: Callable = _no_values
+    labels: dict = field(default_factory=dict)
+    dataset_labels: dict = field(default_factory=dict)
+    options: dict = field(default_factory=dict)
+    legacy: Callable = None
+    spread: str = "sd"
+
+    def profile(self, name, **overrides):
+        return Profile({"name": name, **self.profiles[name],
+                        **{k: v for k, v in overrides.items() if v is not None}})
+
+    def label(self, method):
+        if method in self.labels:
+            return self.labels[method]
+        return METHODS[method].label if method in METHODS else str(method)
+
+    def unit(self, metric):
+        return self.metrics[metric].unit if metric in self.metrics else ""
+
+
+def records_of(study, dataset, method, seed, values, **context):
+    """The long records of one measurement: one per number in ``values``; its other values
+    join the context. ``None`` values are left out (nothing was measured)."""
+    context = {**context, **{key: value for key, value in values.items()
+                             if not _is_number(value)}}
+    return [{"study": study.name, "dataset": dataset, "method": method, "seed": seed,
+             "metric": metric, "value": value, "unit": study.unit(metric), **context}
+            for metric, value in values.items() if _is_number(value) and value is not None]
+
+
+def error_record(study, dataset, method, seed, exc, **context):
+    """The record of a failed measurement: metric ``"error"``, the message and traceback."""
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return {"study": study.name, "dataset": dataset, "method": method, "seed": seed,
+            "metric": "error", "value": None, "unit": "", **context,
+            "error": f"{type(exc).__name__}: {exc}",
+            "traceback": "\n".join(text.rstrip().splitlines()[-8:])}
+
+
+def _is_number(value):
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+
+
+def run(study, profile, *, methods=None, datasets=None, device="auto", threads=1,
+        on_record=None, log=None):
+    """Every (data set, method, seed) of ``study`` under ``profile``, as long records.
+
+    A data set that cannot be prepared fails its methods; a failing measurement is recorded
+    (:func:`error_record`) and the run goes on. ``on_record(records)`` is called after every
+    measurement (to save progress), ``log(line)`` with one line of progress at a time.
+    """
+    log = log or (lambda line: None)
+    device = resolve_device(device)
+    methods = list(methods or study.methods)
+    records = []
+    previous_threads = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        with threadpool_limits(limits=threads):
+            for dataset in datasets or study.datasets(profile):
+                cases = study.cases(dataset, methods, profile)
+                if not cases:
+                    continue
+                log(f"{dataset}: data")
+                try:
+                    data = study.prepare(dataset, profile, device)
+                except Exception as exc:  # noqa: BLE001 - every case of the set fails
+                    records += [error_record(study, dataset, method, None, exc, **context)
+                                for method, context in cases]
+                    continue
+                records += records_of(study, dataset, None, None, study.dataset_values(data))
+                for method, context in cases:
+                    for seed in study.seeds(method, profile):
+                        log(f"{dataset}: {method}" + ("" if seed is None else f", seed {seed}"))
+                        try:
+                            values = study.measure(data, method, seed, profile, device,
+                                                   **context)
+                            records += records_of(study, dataset, method, seed, values,
+                                                  **context)
+                        except Exception as exc:  # noqa: BLE001 - recorded, the run goes on
+                            records.append(error_record(study, dataset, method, seed, exc,
+                                                        **context))
+                        if on_record is not None:
+                            on_record(records)
+    finally:
+        torch.set_num_threads(previous_threads)
+    return records
+
+
+def summarize(records):
+    """``{(dataset, method): {metric: mean, metric + "_seeds": [values in seed order]}}``
+    plus the ``error`` of a failed pair; what tests and captions read."""
+    out = {}
+    for r in records:
+        entry = out.setdefault((r["dataset"], r["method"]), {"error": None})
+        if r["metric"] == "error":
+            entry["error"] = r["error"]
+            continue
+        entry.setdefault(r["metric"] + "_seeds", []).append(r["value"])
+    for entry in out.values():
+        for key in [key for key in entry if key.endswith("_seeds")]:
+            values = entry[key]
+            entry[key[: -len("_seeds")]] = sum(values) / len(values)
+    return out
+
+
+def elapsed(func):
+    """``(result, seconds)`` of ``func()``."""
+    start = time.perf_counter()
+    result = func()
+    return result, time.perf_counter() - start
