@@ -121,6 +121,25 @@ DATASETS = {
 }
 
 
+# Seed of the scale study's rows, and the features their label depends on.
+DATA_SEED, N_RELEVANT = 0, 4
+
+
+def make_rows(n_rows, n_features, seed=DATA_SEED):
+    """N(0, 1) rows (float32) and the two-column probabilities of a label that depends on
+    the first four features: ``P(y = 1 | x) = sigmoid(2 x0 x1 + x2 - x3)``.
+
+    The rows are drawn in float32 directly, so a million rows of a thousand features take
+    4 GB and never a float64 draft of twice that.
+    """
+    if n_features < N_RELEVANT:
+        raise ValueError(f"n_features should be >= {N_RELEVANT}; got {n_features}.")
+    X = np.random.default_rng(seed).standard_normal((n_rows, n_features), dtype=np.float32)
+    logit = 2 * X[:, 0] * X[:, 1] + X[:, 2] - X[:, 3]
+    proba = 1 / (1 + np.exp(-logit))
+    return X, np.column_stack([1 - proba, proba]).astype(np.float32)
+
+
 # The black box and its torch copy
 # --------------------------------
 
