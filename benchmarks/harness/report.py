@@ -16,8 +16,7 @@ import torch
 import sk_sointer
 from sk_sointer._utils import resolve_device
 
-from .data import DATASETS, PROFILES
-from .registry import METHODS, peer_packages
+from .registry import peer_packages
 
 RESULTS_DIR = Path(__file__).resolve().parents[1] / "results"
 
@@ -114,14 +113,6 @@ def load_study_results(path, study):
     return records, payload["machine"], Profile(payload["profile"])
 
 
-def merge_records(kept, new):
-    """``kept`` records not redone in ``new``, then ``new``, in data set order."""
-    redone = {(record["dataset"], record["method"]) for record in new}
-    merged = [r for r in kept if (r["dataset"], r["method"]) not in redone] + list(new)
-    order = {name: i for i, name in enumerate(DATASETS)}
-    return sorted(merged, key=lambda record: order.get(record["dataset"], len(order)))
-
-
 def _profile_dict(profile):
     if isinstance(profile, dict):
         return dict(profile)
@@ -140,13 +131,6 @@ def _pct(value):
 
 def _num(value, fmt):
     return _DASH if value is None else format(value, fmt)
-
-
-def _method_cell(record):
-    label = record["method_label"]
-    if METHODS[record["method"]].amortized:
-        label += " (thresholded)" if record["k"] is None else f" (k = {record['k']})"
-    return label
 
 
 def _grid_table(title, header, rows):
@@ -173,100 +157,24 @@ def _grid_table(title, header, rows):
 _FAILED = "failed"
 
 
-def render_rst(records, machine, profile):
-    """RST text for the README: a caption, the main table and the encoding-probe table."""
-    if isinstance(profile, str):
-        profile = PROFILES[profile]
-    main = [r for r in records if not DATASETS[r["dataset"]].probe]
-    probe = [r for r in records if DATASETS[r["dataset"]].probe]
-    threads = f"{machine['threads']} thread" + ("s" if machine["threads"] != 1 else "")
-    hardware = machine["gpu"] or f"{machine['cpu']} CPU, {threads}"
-    caption = (
-        f"Profile ``{profile.name}``: black boxes (MLP 200-200-200) trained on "
-        f"{profile.n_black_box or profile.n_train:,} rows, explainers and EVAL-X on "
-        f"{profile.n_train:,}, {profile.n_explain:,} explained rows per data set; run on {machine['date'][:10]} "
-        f"on {hardware}, torch {machine['torch']}. Median rank: lower is better, the optimum "
-        "in parentheses. TPR, FDR, CFSR (control-flow selection rate) and eACC (EVAL-X "
-        "accuracy against the sampled labels) in %; eACC (p): the same accuracy in "
-        "expectation over the labels (the generator's probability of EVAL-X's class), "
-        "free of label noise; eAUROC: EVAL-X's AUROC. Peers select the k largest absolute attributions, with the k of "
-        "L2X; IG: integrated gradients. Explain: milliseconds per row. Throughput: time of a bare "
-        f"forward pass of the selector over time of ``transform``, on {profile.n_timing:,} "
-        "rows (1.0 = no overhead)."
-    )
-    lines = [*textwrap.wrap(caption, width=92), ""]
-    header = ["Data set", "Method", "Median rank\n(optimum)", "TPR %", "FDR %", "CFSR %",
-              "eACC %", "eACC (p)\n%", "eAUROC", "Fit s", "Explain\nms/row", "Throughput"]
-    rows = []
-    for i, r in enumerate(main):
-        # The data set is named on the first of its rows only.
-        dataset = r["dataset_label"] if i == 0 or main[i - 1]["dataset"] != r["dataset"] else ""
-        if r["error"] is not None:
-            rows.append([dataset, _method_cell(r), _FAILED, *[_DASH] * 9])
-            continue
-        rows.append([
-            dataset,
-            _method_cell(r),
-            f"{r['median_rank']:.2f} ({r['median_rank_optimum']:.2f})",
-            _pct(r["tpr"]),
-            _pct(r["fdr"]),
-            _pct(r["cfsr"]),
-            _pct(r["eacc"]),
-            _pct(r.get("eacc_expected")),
-            _num(r["eauroc"], ".3f"),
-            _num(r["fit_s"], ".3g"),
-            _num(r["explain_ms_per_row"], ".3g"),
-            _num(r["throughput_ratio"], ".2f"),
-        ])
-    lines += _grid_table("Synthetic data sets", header, rows)
-    spread = [r for r in main if r.get("median_rank_seeds")]
-    if spread:
-        lines += ["", "Median rank over explainer seeds (the table shows seed 0):", ""]
-        for r in spread:
-            ranks = r["median_rank_seeds"]
-            lines.append(
-                f"- {r['method_label']} on {r['dataset_label']}: mean {np.mean(ranks):.2f} "
-                f"over {len(ranks)} seeds ({', '.join(f'{rank:.2f}' for rank in ranks)})"
-            )
-    if probe:
-        probe_caption = (
-            "Encoding probe: XOR with k = 1. One feature alone says nothing about the XOR "
-            "label, so an honest 1-feature explanation leaves an evaluator trained on random "
-            "masks (EVAL-X) near 50 %; a method's own predictor that does better reads the "
-            "label from *which* feature was chosen (REAL-X, Lemma 1)."
-        )
-        lines += ["", *textwrap.wrap(probe_caption, width=92), ""]
-        header = ["Method", "Own predictor\nacc. %", "Own predictor\n= black box %", "eACC %",
-                  "Post-hoc\nacc. %", "TPR %"]
-        rows = []
-        for r in probe:
-            if r["error"] is not None:
-                rows.append([_method_cell(r), _FAILED, *[_DASH] * 4])
-                continue
-            rows.append([_method_cell(r), _pct(r["own_acc"]), _pct(r["own_agreement"]),
-                         _pct(r["eacc"]), _pct(r["posthoc_acc"]), _pct(r["tpr"])])
-        lines += _grid_table("Encoding probe (XOR, k = 1)", header, rows)
-    return "\n".join(lines) + "\n"
-
-
-def replace_between_markers(text, block):
-    """``text`` with the lines between README_START and README_END replaced by ``block``."""
+def replace_between_markers(text, block, start_marker=README_START, end_marker=README_END):
+    """``text`` with the lines between the two marker lines replaced by ``block``."""
     lines = text.splitlines(keepends=True)
     stripped = [line.rstrip("\r\n") for line in lines]
     try:
-        start = stripped.index(README_START)
-        end = stripped.index(README_END, start + 1)
+        start = stripped.index(start_marker)
+        end = stripped.index(end_marker, start + 1)
     except ValueError:
         raise ValueError(
-            f"The README needs a line {README_START!r} followed by a line {README_END!r}."
+            f"The README needs a line {start_marker!r} followed by a line {end_marker!r}."
         ) from None
     return "".join(lines[: start + 1]) + "\n" + block.rstrip("\n") + "\n\n" + "".join(lines[end:])
 
 
-def update_readme(path, block):
+def update_readme(path, block, start_marker=README_START, end_marker=README_END):
     path = Path(path)
-    path.write_text(replace_between_markers(path.read_text(encoding="utf-8"), block),
-                    encoding="utf-8")
+    path.write_text(replace_between_markers(path.read_text(encoding="utf-8"), block,
+                                            start_marker, end_marker), encoding="utf-8")
 
 
 
@@ -293,16 +201,19 @@ def render(study, records, machine, profile):
 
 def _pivot(study, table, records):
     wanted = {"error", *(table.metrics if table.columns == "metric" else table.metrics[:1])}
+    where = table.where if callable(table.where) else (
+        lambda r: all(r.get(key) == value for key, value in table.where.items()))
     chosen = [r for r in records if r["method"] is not None and r["metric"] in wanted
-              and all(r.get(key) == value for key, value in table.where.items())]
+              and where(r)]
     if not chosen:
         return []
     by_metric = table.columns == "metric"
     columns = list(table.metrics) if by_metric else list(dict.fromkeys(
         r[table.columns] for r in chosen))
-    cells = {}
+    cells, firsts = {}, {}
     for r in chosen:
         row = tuple(r.get(key) for key in table.rows)
+        firsts.setdefault(row, r)
         column = r["metric"] if by_metric else r[table.columns]
         cells.setdefault(row, {}).setdefault(column, []).append(r)
         if r["metric"] == "error" and by_metric:
@@ -310,7 +221,8 @@ def _pivot(study, table, records):
                 cells[row].setdefault(metric, []).append(r)
     body, previous = [], None
     for row, by_column in cells.items():
-        shown = [_row_label(study, key, value) for key, value in zip(table.rows, row)]
+        shown = [study.method_cell(firsts[row]) if key == "method" and study.method_cell
+                 else _row_label(study, key, value) for key, value in zip(table.rows, row)]
         if previous is not None and row[0] == previous:
             shown[0] = ""
         previous = row[0]

@@ -19,7 +19,7 @@ from threadpoolctl import threadpool_limits
 
 from sk_sointer._utils import resolve_device
 
-from .registry import METHODS
+from .registry import METHODS, available_methods
 
 RECORD_KEYS = ("study", "dataset", "method", "seed", "metric", "value", "unit")
 
@@ -59,15 +59,20 @@ class Metric:
 class Table:
     """A pivot of the records: one row per distinct value of the ``rows`` fields, one column
     per metric (``columns="metric"``) or per distinct value of the field ``columns`` (one
-    metric then). ``where`` keeps the records whose fields have the given values; ``labels``
+    metric then). ``where`` keeps the records whose fields have the given values (or, a
+    function, those it is true of); ``labels``
     names row fields and metrics in this table's header where the study's names do not fit."""
 
     title: str
     metrics: tuple
     rows: tuple = ("dataset", "method")
     columns: str = "metric"
-    where: dict = field(default_factory=dict)
+    where: object = field(default_factory=dict)
     labels: dict = field(default_factory=dict)
+
+
+def _itself(dataset):
+    return dataset
 
 
 def _no_values(data):
@@ -87,7 +92,8 @@ class Study:
     """What a study measures; see the module docstring.
 
     ``datasets(profile)`` gives the data set names; ``prepare(dataset, profile, device)``
-    what every method shares on one; ``measure(data, method, seed, profile, device,
+    what every method shares on one (data sets with the same ``share(dataset)`` share one
+    preparation, of that name); ``measure(data, dataset, method, seed, profile, device,
     **context)`` a dict whose numbers are metrics and whose other values are context.
     ``cases(dataset, methods, profile)`` gives the ``(method, context)`` pairs run on a data
     set (every method by default), ``seeds(method, profile)`` the seeds of a method
@@ -96,6 +102,8 @@ class Study:
     profile value (``{"widths": {"type": int, "nargs": "+"}}``). ``legacy`` turns a record
     of the wide format this study wrote before into long records; ``spread`` is ``"sd"``
     (sample standard deviation), ``"std"`` (population) or ``"range"`` (max - min).
+    ``readme`` holds the lines that mark its table in README.rst. ``method_cell(record)``,
+    if given, names a row's method from its first record.
     ``caption(records, machine, profile)`` gives the text above the tables, ``notes`` (same
     arguments) lines below them.
     """
@@ -112,10 +120,13 @@ class Study:
     cases: Callable = _every_method
     seeds: Callable = _one_seed
     dataset_values: Callable = _no_values
+    share: Callable = _itself
     labels: dict = field(default_factory=dict)
     dataset_labels: dict = field(default_factory=dict)
     options: dict = field(default_factory=dict)
     legacy: Callable = None
+    method_cell: Callable = None
+    readme: tuple = None
     spread: str = "sd"
     notes: Callable = None
 
@@ -144,51 +155,72 @@ def records_of(study, dataset, method, seed, values, **context):
 
 def error_record(study, dataset, method, seed, exc, **context):
     """The record of a failed measurement: metric ``"error"``, the message and traceback."""
-    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     return {"study": study.name, "dataset": dataset, "method": method, "seed": seed,
             "metric": "error", "value": None, "unit": "", **context,
-            "error": f"{type(exc).__name__}: {exc}",
-            "traceback": "\n".join(text.rstrip().splitlines()[-8:])}
+            "error": describe(exc), "traceback": short_traceback(exc)}
+
+
+def describe(exc):
+    """One line naming a failure: its type and message."""
+    return f"{type(exc).__name__}: {exc}"
+
+
+def short_traceback(exc, lines=8):
+    """The last ``lines`` lines of the traceback of ``exc``, for a record."""
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return "\n".join(text.rstrip().splitlines()[-lines:])
 
 
 def _is_number(value):
     return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
 
 
-def run(study, profile, *, methods=None, datasets=None, device="auto", threads=1,
-        on_record=None, log=None):
+def run(study, profile, *, methods=None, device="auto", threads=1, on_record=None, log=None):
     """Every (data set, method, seed) of ``study`` under ``profile``, as long records.
 
-    A data set that cannot be prepared fails its methods; a failing measurement is recorded
-    (:func:`error_record`) and the run goes on. ``on_record(records)`` is called after every
-    measurement (to save progress), ``log(line)`` with one line of progress at a time.
+    Registry methods whose package is missing are skipped. A data set that cannot be
+    prepared fails its methods; a failing measurement is recorded (:func:`error_record`) and
+    the run goes on. ``on_record(records)`` is called after every measurement (to save
+    progress), ``log(line)`` with one line of progress at a time.
     """
     log = log or (lambda line: None)
     device = resolve_device(device)
     methods = list(methods or study.methods)
+    _, skipped = available_methods([name for name in methods if name in METHODS])
+    for name, reason in skipped.items():
+        log(f"skipping {name}: {reason}")
+    methods = [name for name in methods if name not in skipped]
     records = []
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
         with threadpool_limits(limits=threads):
-            for dataset in datasets or study.datasets(profile):
+            wanted, shared = profile.get("datasets"), {}
+            for dataset in study.datasets(profile):
+                if wanted and dataset not in wanted:
+                    continue
                 cases = study.cases(dataset, methods, profile)
                 if not cases:
                     continue
                 log(f"{dataset}: data")
+                key = study.share(dataset)
                 try:
-                    data = study.prepare(dataset, profile, device)
+                    if key not in shared:
+                        shared.clear()  # one data set's rows and models at a time
+                        shared[key] = study.prepare(key, profile, device)
+                    data = shared[key]
                 except Exception as exc:  # noqa: BLE001 - every case of the set fails
-                    records += [error_record(study, dataset, method, None, exc, **context)
-                                for method, context in cases]
+                    failed = [error_record(study, dataset, method, None, exc, **context)
+                              for method, context in cases]
+                    records += [{**r, "error": "data set: " + r["error"]} for r in failed]
                     continue
                 records += records_of(study, dataset, None, None, study.dataset_values(data))
                 for method, context in cases:
                     for seed in study.seeds(method, profile):
                         log(f"{dataset}: {method}" + ("" if seed is None else f", seed {seed}"))
                         try:
-                            values = study.measure(data, method, seed, profile, device,
-                                                   **context)
+                            values = study.measure(data, dataset, method, seed, profile,
+                                                   device, **context)
                             records += records_of(study, dataset, method, seed, values,
                                                   **context)
                         except Exception as exc:  # noqa: BLE001 - recorded, the run goes on
@@ -199,6 +231,17 @@ def run(study, profile, *, methods=None, datasets=None, device="auto", threads=1
     finally:
         torch.set_num_threads(previous_threads)
     return records
+
+
+def merge(kept, new, order=()):
+    """``kept`` records of (data set, method) pairs that ``new`` does not redo, and ``new``;
+    the records of one data set together, data sets in ``order`` first, in that order, the
+    others in the order they first appear."""
+    redone = {(r["dataset"], r["method"]) for r in new}
+    merged = [r for r in kept if (r["dataset"], r["method"]) not in redone] + list(new)
+    names = dict.fromkeys([*order, *(r["dataset"] for r in merged)])
+    rank = {name: i for i, name in enumerate(names)}
+    return sorted(merged, key=lambda r: rank[r["dataset"]])
 
 
 def summarize(records):

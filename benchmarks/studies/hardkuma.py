@@ -45,7 +45,7 @@ def _fit(explainer, data):
     return elapsed(lambda: explainer.fit(data.X_train, black_box=data.model))[1]
 
 
-def measure(data, method, seed, profile, device, target_rate=None, k=None):
+def measure(data, dataset, method, seed, profile, device, target_rate=None, k=None):
     params = {"random_state": seed, "device": str(device), **profile.params}
     if method == "rate":
         explainer = HardKumaExplainer(selection_rate=target_rate, **params)

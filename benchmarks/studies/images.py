@@ -255,7 +255,7 @@ def mask_metrics(masks, data):
             "rows_with_none": float(np.mean(masks.reshape(len(masks), -1).sum(axis=1) == 0))}
 
 
-def measure(data, method, seed, profile, device):
+def measure(data, dataset, method, seed, profile, device):
     if method == RANDOM:
         masks, timing = random_patches(data, profile), {}
     elif method in OURS:

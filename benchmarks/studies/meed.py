@@ -162,7 +162,7 @@ def prepare(dataset, profile, device):
     return data
 
 
-def measure(data, method, seed, profile, device):
+def measure(data, dataset, method, seed, profile, device):
     if method == SANITY:  # needs MEED's masks: nothing to check when MEED did not run
         return {} if data.meed_masks is None else sanity_check(data, profile, device,
                                                                data.meed_masks)
