@@ -25,7 +25,7 @@ from pathlib import Path  # noqa: E402
 if not __package__:  # run as a script: import the benchmarks package from the checkout
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-STUDIES = ("synthetic", "hardkuma", "images", "meed", "text")
+STUDIES = ("synthetic", "hardkuma", "images", "meed", "text", "structured")
 README = Path(__file__).resolve().parents[1] / "README.rst"
 
 
@@ -77,7 +77,7 @@ def main(argv=None):
     overrides = {name: getattr(args, name) for name in study.options}
     profile = study.profile(args.profile, seeds=args.seeds, datasets=args.datasets,
                             **overrides)
-    methods = args.methods or list(study.methods)
+    methods = args.methods or list(study.default_methods or study.methods)
     if args.no_peers:
         methods = [name for name in methods if name not in METHODS or METHODS[name].amortized]
     out = args.out or report.RESULTS_DIR / f"{study.name}_{profile.name}.json"

@@ -70,6 +70,18 @@ def test_patch_masks_keep_the_patches_of_largest_absolute_sum():
     np.testing.assert_array_equal(images.patch_masks(attributions, groups, 2), [[1, 1, 1, 1, 0, 0]])
 
 
+def test_the_former_records_render_through_the_legacy_conversion():
+    # The README's numbers come from records written before the study format.
+    from benchmarks.harness.report import RESULTS_DIR
+
+    text = bench.main(["images", "--render", str(RESULTS_DIR / "images_full.json")])
+    rows = [[cell.strip() for cell in line.split("|")[1:-1]] for line in text.splitlines()
+            if line.startswith("   |")]
+    assert ["L2X", "97.2 ± 1.5", "70.0 ± 13.1", "94.7 ± 0.6", "8.2", "11.1 ± 0.6",
+            "0.01 ± 0.00111"] in rows
+    assert "accuracy 97.5 % on them" in " ".join(text.split())
+
+
 def test_text_study_fast_profile(tmp_path):
     import importlib.util
 

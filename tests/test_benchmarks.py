@@ -17,11 +17,9 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.neural_network import MLPClassifier
 
-from benchmarks import bench, bench_sointer, bench_tables
-from benchmarks.harness import (
-    data, ours, peers, quality, registry, report, structured, study, tables,
-)
-from benchmarks.studies import synthetic
+from benchmarks import bench, bench_tables
+from benchmarks.harness import data, ours, peers, quality, registry, report, study, tables
+from benchmarks.studies import structured, synthetic
 import sk_sointer
 from sk_sointer import L2XExplainer, as_black_box, metrics
 
@@ -274,11 +272,12 @@ def test_merge_keeps_records_not_redone():
 
 def test_structured_merge_replaces_redone_records_and_places_new_methods_by_task():
     def rec(d, target, method, v):
-        return {"dataset": "E1", "n_features": d, "target": target, "method": method, "v": v}
+        return {"dataset": f"E1/{d}/y{target + 1}", "n_features": d, "target": target,
+                "method": method, "v": v}
 
     kept = [rec(5, 0, "sointer", 1), rec(5, 0, "random", 2), rec(10, 0, "sointer", 3)]
     new = [rec(5, 0, "sointer", 4), rec(5, 0, "sointer_baseline", 5), rec(20, 1, "l2x", 6)]
-    merged = structured.merge_records(kept, new)
+    merged = study.merge(kept, new)
     assert [(r["n_features"], r["method"], r["v"]) for r in merged] == [
         (5, "sointer", 4), (5, "random", 2), (5, "sointer_baseline", 5), (10, "sointer", 3),
         (20, "l2x", 6),
@@ -457,8 +456,8 @@ def sointer_fast(tmp_path_factory):
     out = tmp_path_factory.mktemp("sointer") / "sointer_fast.json"
     # Yeast comes from river (the bench and datasets extras); without it the run covers E1, E2.
     sets = ["E1", "E2", "yeast"] if HAVE_RIVER else ["E1", "E2"]
-    bench_sointer.main(["--profile", "fast", "--device", "cpu", "--methods", "sointer", "l2x",
-                        "saliency", "--sets", *sets, "--out", str(out)])
+    bench.main(["structured", "--profile", "fast", "--device", "cpu", "--methods", "sointer",
+                "l2x", "saliency", "--sets", *sets, "--out", str(out)])
     return json.loads(out.read_text(encoding="utf-8")), out.with_suffix(".rst")
 
 
@@ -478,38 +477,51 @@ def test_sointer_fast_profile_records_every_task_and_method(sointer_fast):
     ours = [name for name in runnable if name != "saliency"]
     methods = [*runnable, structured.RANDOM]
     fast = structured.PROFILES["fast"]
-    expected = [(dataset, target, d, method)
-                for dataset, targets, d in [("E1", (0, 1), 5), ("E2", (2, 3), 5),
-                                            ("yeast", fast.yeast_labels, 103)][:3 if HAVE_RIVER else 2]
-                for target in targets for method in methods]
-    assert [(r["dataset"], r["target"], r["n_features"], r["method"])
-            for r in records] == expected
-    for r in records:
-        assert r["error"] is None, r["traceback"]
-        assert set(r) == set(structured.RECORD_FIELDS)
-        synthetic = r["dataset"] != "yeast"
-        assert r["k"] == (4 if synthetic else 10)
-        if r["method"] in ours or r["method"] == structured.RANDOM:
-            assert r["seeds"] == ([0, 1] if synthetic else [0])
+    expected = [(f"{dataset}/{label}", method)
+                for dataset, labels in [("E1/5", ("y1", "y2")), ("E2/5", ("y3", "y4")),
+                                        ("yeast", [f"Class{t + 1}" for t in fast["yeast_labels"]])
+                                        ][:3 if HAVE_RIVER else 2]
+                for label in labels for method in [None, *methods]]
+    assert list(dict.fromkeys((r["dataset"], r["method"]) for r in records)) == expected
+    assert not [r for r in records if r["metric"] == "error"]
+    summary = study.summarize(records)
+    for (dataset, method), r in summary.items():
+        synthetic_set = not dataset.startswith("yeast")
+        task = summary[(dataset, None)]
+        assert task["n_features"] == (5 if synthetic_set else 103)
+        if method is None:
+            for name in ("black_box_acc", "black_box_rate", "label_rate", "posthoc_acc_empty"):
+                assert _finite(r[name]) and 0.0 <= r[name] <= 1.0, name
+            if synthetic_set:
+                assert r["median_rank_optimum"] == 2.5
+            continue
+        [context] = {(c["k"], c["n_features"]) for c in records
+                     if (c["dataset"], c["method"]) == (dataset, method)}
+        assert context == ((4, 5) if synthetic_set else (10, None))
+        seeds = [c["seed"] for c in records if (c["dataset"], c["method"]) == (dataset, method)
+                 and c["metric"] == "posthoc_acc"]
+        if method in ours or method == structured.RANDOM:
+            assert seeds == ([0, 1] if synthetic_set else [0])
         else:
-            assert r["seeds"] is None
-        metric_names = ("exact_match", "tpr", "posthoc_acc") if synthetic else ("posthoc_acc",)
+            assert seeds == [None]
+        metric_names = ("exact_match", "tpr", "posthoc_acc") if synthetic_set else (
+            "posthoc_acc",)
         for name in metric_names:
             assert _finite(r[name]) and 0.0 <= r[name] <= 1.0, name
-            assert len(r[f"{name}_seeds"]) == (len(r["seeds"]) if r["seeds"] else 1)
+            assert all(0.0 <= value <= 1.0 for value in r[f"{name}_seeds"])
+            assert len(r[f"{name}_seeds"]) == len(seeds)
             assert r[name] == pytest.approx(np.mean(r[f"{name}_seeds"]))
-        if synthetic:
-            assert r["median_rank_optimum"] == 2.5 <= r["median_rank"] <= 5 - 1.5
+        if synthetic_set:
+            assert task["median_rank_optimum"] == 2.5 <= r["median_rank"] <= 5 - 1.5
         else:
-            assert r["exact_match"] is None and r["median_rank"] is None
-        for name in ("black_box_acc", "black_box_rate", "label_rate", "posthoc_acc_empty"):
-            assert _finite(r[name]) and 0.0 <= r[name] <= 1.0, name
-        if r["method"] in ours:
+            assert "exact_match" not in r and "median_rank" not in r
+        if method in ours:
             assert _finite(r["fit_s"]) and r["fit_s"] > 0
-        if r["method"] != structured.RANDOM:
+        if method != structured.RANDOM:
             assert _finite(r["explain_ms_per_row"]) and r["explain_ms_per_row"] > 0
     # The black box learns the argmin of the energies well even from 3,000 rows.
-    assert min(r["black_box_acc"] for r in records if r["dataset"] != "yeast") > 0.8
+    assert min(r["black_box_acc"] for (dataset, method), r in summary.items()
+               if method is None and not dataset.startswith("yeast")) > 0.8
 
 
 def test_sointer_fast_profile_renders_its_tables(sointer_fast):
@@ -565,10 +577,15 @@ def test_exact_match_and_summary_over_seeds():
         patch.setattr(metrics, "posthoc_accuracy", lambda *args, **kwargs: 0.5)
         out = structured.mask_quality(task, masks)
     assert out["exact_match"] == 0.75 and out["tpr"] == pytest.approx(15 / 16)
-    summary = structured.summarize([{"exact_match": 0.75}, {"exact_match": 0.25}])
+    records = [*study.records_of(structured.STUDY, "E1/6/y1", "l2x", 0, {"exact_match": 0.75}),
+               *study.records_of(structured.STUDY, "E1/6/y1", "l2x", 1, {"exact_match": 0.25})]
+    summary = study.summarize(records)[("E1/6/y1", "l2x")]
     assert summary["exact_match"] == 0.5 and summary["exact_match_seeds"] == [0.75, 0.25]
-    assert summary["exact_match_std"] == pytest.approx(np.std([0.75, 0.25], ddof=1))
-    assert structured.summarize([{"tpr": 0.5}])["tpr_std"] is None
+    assert report._spread(summary["exact_match_seeds"], structured.STUDY.spread) == (
+        pytest.approx(np.std([0.75, 0.25], ddof=1)))
+    # One run: no spread in its cell.
+    assert report._format_cell(structured.STUDY, records[:1], "exact_match") == "75.0"
+    assert report._format_cell(structured.STUDY, records, "exact_match") == "50.0 ± 35.4"
     # Random masks: k features a row, seeded.
     random = structured.random_selection(task, 0)
     assert (random.sum(axis=1) == 4).all()
@@ -760,3 +777,11 @@ def test_tables_peers_explain_regressors_and_every_output_of_a_multi_output_mode
     np.testing.assert_allclose(combined.sum(axis=1), 2.0)
     single = rng.randn(100, 4)
     assert peers.combine_outputs([single]) is single
+
+
+def test_the_former_structured_records_render_through_the_legacy_conversion():
+    # The README's numbers come from records written before the study format.
+    text = bench.main(["structured", "--render", str(report.RESULTS_DIR / "sointer_full.json")])
+    rows = [[cell.strip() for cell in line.split("|")[1:-1]] for line in text.splitlines()
+            if line.startswith("   |")]
+    assert ["E1", "y1", "5", "100.0", "7.8 ± 9.6", "54.1", "19.8 ± 1.3"] in rows

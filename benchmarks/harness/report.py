@@ -193,18 +193,20 @@ def render(study, records, machine, profile):
     records, mean ± spread over seeds in every cell)."""
     lines = [*textwrap.wrap(study.caption(records, machine, profile), width=92), ""]
     for table in study.tables:
-        lines += [*_pivot(study, table, records), ""]
+        lines += [*_pivot(study, table, records, profile), ""]
     if study.notes is not None:
         lines += study.notes(records, machine, profile)
     return "\n".join(lines)
 
 
-def _pivot(study, table, records):
+def _pivot(study, table, records, profile):
     wanted = {"error", *(table.metrics if table.columns == "metric" else table.metrics[:1])}
     where = table.where if callable(table.where) else (
         lambda r: all(r.get(key) == value for key, value in table.where.items()))
-    chosen = [r for r in records if r["method"] is not None and r["metric"] in wanted
-              and where(r)]
+    # Values of the data sets themselves (method None) only in a table that asks for them.
+    of_data = isinstance(table.where, dict) and "method" in table.where
+    chosen = [r for r in records if (r["method"] is not None or of_data)
+              and r["metric"] in wanted and where(r)]
     if not chosen:
         return []
     by_metric = table.columns == "metric"
@@ -229,11 +231,22 @@ def _pivot(study, table, records):
         body.append([*shown, *[_format_cell(study, by_column.get(column, []),
                                             column if by_metric else table.metrics[0])
                                for column in columns]])
+    if table.mean_row:  # the mean over rows of every column's cell means, all present
+        means = []
+        for column in columns:
+            metric = column if by_metric else table.metrics[0]
+            row_means = [np.mean([r["value"] for r in by_column.get(column, [])
+                                  if r["metric"] == metric and r["value"] is not None] or [np.nan])
+                         for by_column in cells.values()]
+            means.append(_DASH if np.isnan(row_means).any() else format(
+                study.metrics[metric].scale * float(np.mean(row_means)),
+                study.metrics[metric].fmt))
+        body.append(["Mean", *[""] * (len(table.rows) - 1), *means])
     header = [table.labels.get(key, _ROW_HEADERS.get(key, key)) for key in table.rows]
     header += ([table.labels.get(metric, _metric_header(study, metric)) for metric in columns]
                if by_metric
                else [study.label(column) for column in columns])
-    return _grid_table(table.title, header, body)
+    return _grid_table(table.title.format(**profile), header, body)
 
 
 _ROW_HEADERS = {"dataset": "Data set", "method": "Method"}

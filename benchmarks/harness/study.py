@@ -61,7 +61,10 @@ class Table:
     per metric (``columns="metric"``) or per distinct value of the field ``columns`` (one
     metric then). ``where`` keeps the records whose fields have the given values (or, a
     function, those it is true of); ``labels``
-    names row fields and metrics in this table's header where the study's names do not fit."""
+    names row fields and metrics in this table's header where the study's names do not fit.
+    The values of data sets themselves (``method=None``) are shown only where ``where`` names
+    the method. ``mean_row`` adds the mean over rows of each column; the title is formatted
+    with the profile's values."""
 
     title: str
     metrics: tuple
@@ -69,17 +72,18 @@ class Table:
     columns: str = "metric"
     where: object = field(default_factory=dict)
     labels: dict = field(default_factory=dict)
+    mean_row: bool = False
 
 
 def _itself(dataset):
     return dataset
 
 
-def _no_values(data):
+def _no_values(data, dataset):
     return {}
 
 
-def _one_seed(method, profile):
+def _one_seed(dataset, method, profile):
     return [None]
 
 
@@ -102,6 +106,7 @@ class Study:
     profile value (``{"widths": {"type": int, "nargs": "+"}}``). ``legacy`` turns a record
     of the wide format this study wrote before into long records; ``spread`` is ``"sd"``
     (sample standard deviation), ``"std"`` (population) or ``"range"`` (max - min).
+    ``default_methods`` run when none are asked for (default: all of ``methods``).
     ``readme`` holds the lines that mark its table in README.rst. ``method_cell(record)``,
     if given, names a row's method from its first record.
     ``caption(records, machine, profile)`` gives the text above the tables, ``notes`` (same
@@ -125,6 +130,7 @@ class Study:
     dataset_labels: dict = field(default_factory=dict)
     options: dict = field(default_factory=dict)
     legacy: Callable = None
+    default_methods: tuple = None
     method_cell: Callable = None
     readme: tuple = None
     spread: str = "sd"
@@ -185,7 +191,7 @@ def run(study, profile, *, methods=None, device="auto", threads=1, on_record=Non
     """
     log = log or (lambda line: None)
     device = resolve_device(device)
-    methods = list(methods or study.methods)
+    methods = list(methods or study.default_methods or study.methods)
     _, skipped = available_methods([name for name in methods if name in METHODS])
     for name, reason in skipped.items():
         log(f"skipping {name}: {reason}")
@@ -214,9 +220,10 @@ def run(study, profile, *, methods=None, device="auto", threads=1, on_record=Non
                               for method, context in cases]
                     records += [{**r, "error": "data set: " + r["error"]} for r in failed]
                     continue
-                records += records_of(study, dataset, None, None, study.dataset_values(data))
+                records += records_of(study, dataset, None, None,
+                                      study.dataset_values(data, dataset))
                 for method, context in cases:
-                    for seed in study.seeds(method, profile):
+                    for seed in study.seeds(dataset, method, profile):
                         log(f"{dataset}: {method}" + ("" if seed is None else f", seed {seed}"))
                         try:
                             values = study.measure(data, dataset, method, seed, profile,
@@ -234,14 +241,15 @@ def run(study, profile, *, methods=None, device="auto", threads=1, on_record=Non
 
 
 def merge(kept, new, order=()):
-    """``kept`` records of (data set, method) pairs that ``new`` does not redo, and ``new``;
-    the records of one data set together, data sets in ``order`` first, in that order, the
-    others in the order they first appear."""
+    """``kept`` with the records of the (data set, method) pairs of ``new`` in place of
+    theirs; a new pair goes after the last pair of its data set, the data sets of ``order``
+    first, in that order, the others in the order they first appear."""
     redone = {(r["dataset"], r["method"]) for r in new}
+    pairs = list(dict.fromkeys((r["dataset"], r["method"]) for r in [*kept, *new]))
+    datasets = list(dict.fromkeys([*order, *(dataset for dataset, _ in pairs)]))
+    rank = {pair: (datasets.index(pair[0]), i) for i, pair in enumerate(pairs)}
     merged = [r for r in kept if (r["dataset"], r["method"]) not in redone] + list(new)
-    names = dict.fromkeys([*order, *(r["dataset"] for r in merged)])
-    rank = {name: i for i, name in enumerate(names)}
-    return sorted(merged, key=lambda r: rank[r["dataset"]])
+    return sorted(merged, key=lambda r: rank[(r["dataset"], r["method"])])
 
 
 def summarize(records):
@@ -289,7 +297,8 @@ def legacy_seeds(study, record, dataset_keys=(), context_keys=()):
         values = {}
         for name in names:
             per_seed = record.get(name + "_seeds")
+            # A number kept for the run as a whole (a mean) goes with its first seed.
             values[name] = per_seed[i] if per_seed is not None else (
-                record[name] if seed is None or not _is_number(record[name]) else None)
+                record[name] if i == 0 or not _is_number(record[name]) else None)
         out += records_of(study, dataset, method, seed, values, **context)
     return out

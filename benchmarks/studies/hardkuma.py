@@ -108,9 +108,9 @@ STUDY = Study(
                                                  *profile.matched_datasets])),
     methods=("rate", "matched"),
     cases=cases,
-    seeds=lambda method, profile: [TRAIN_SEED + seed for seed in range(profile.seeds)],
+    seeds=lambda dataset, method, profile: [TRAIN_SEED + seed for seed in range(profile.seeds)],
     prepare=lambda dataset, profile, device: prepare(DATASETS[dataset], profile, device, False),
-    dataset_values=lambda data: {"black_box_acc": data.black_box_acc},
+    dataset_values=lambda data, dataset: {"black_box_acc": data.black_box_acc},
     measure=measure,
     metrics={
         "target_rate": Metric("Rate", **_PCT), "achieved_rate": Metric("Achieved", **_PCT),

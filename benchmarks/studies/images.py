@@ -148,7 +148,7 @@ def prepare(dataset, profile, device):
     return data
 
 
-def data_values(data):
+def data_values(data, dataset):
     return {"black_box_acc": data.black_box_acc, "black_box_fit_s": data.black_box_fit_s,
             "evalx_full_eacc": data.evalx_full_eacc, "n_train": len(data.X_train),
             "n_explain": len(data.X_explain)}
@@ -271,7 +271,7 @@ def with_random(dataset, methods, profile):
     return [(method, {}) for method in dict.fromkeys([*methods, RANDOM])]
 
 
-def seeds_of_ours(method, profile):
+def seeds_of_ours(dataset, method, profile):
     """Our explainers are fitted with seeds 0, 1, ...; the peers and references run once."""
     return list(range(profile.seeds)) if method in OURS or method.startswith("meed") else [None]
 

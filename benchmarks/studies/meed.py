@@ -218,9 +218,10 @@ STUDY = Study(
     methods=(*OURS, *PEERS, RANDOM),
     cases=lambda dataset, methods, profile: [
         (method, {}) for method in dict.fromkeys([*methods, RANDOM, SANITY])],
-    seeds=lambda method, profile: list(range(profile.seeds)) if method in OURS else [None],
+    seeds=lambda dataset, method, profile: (list(range(profile.seeds)) if method in OURS
+                                            else [None]),
     prepare=prepare,
-    dataset_values=lambda data: {"black_box_acc": data.black_box_acc,
+    dataset_values=lambda data, dataset: {"black_box_acc": data.black_box_acc,
                                  "black_box_fit_s": data.black_box_fit_s,
                                  "n_train": len(data.X_train), "n_explain": len(data.X_explain)},
     measure=measure,

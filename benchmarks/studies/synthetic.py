@@ -47,7 +47,7 @@ def prepare(dataset, profile, device):
     return prepare_data(DATASETS[dataset], profile, device, evaluated)
 
 
-def data_values(data):
+def data_values(data, dataset):
     return {"n_train": len(data.X_train), "n_explain": len(data.X_explain),
             "n_features": data.X_explain.shape[1], "black_box_acc": data.black_box_acc,
             "black_box_fit_s": data.black_box_fit_s, "evalx_fit_s": data.evaluator_fit_s,
@@ -62,7 +62,7 @@ def cases(dataset, methods, profile):
             if METHODS[name].amortized or not spec.probe]
 
 
-def seeds(method, profile):
+def seeds(dataset, method, profile):
     return ([TRAIN_SEED + seed for seed in range(profile.seeds)] if METHODS[method].amortized
             else [None])
 

@@ -184,7 +184,7 @@ STUDY = Study(
     methods=("l2x", "random", "first_k", "lime"),
     cases=lambda dataset, methods, profile: [(method, {"k": profile.k}) for method in methods],
     prepare=prepare,
-    dataset_values=lambda data: {
+    dataset_values=lambda data, dataset: {
         "n_train": len(data.train), "n_explain": len(data.rows),
         "mean_tokens": float((data.rows > 0).sum(axis=1).mean()),
         "black_box_acc": data.black_box_acc},
