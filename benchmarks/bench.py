@@ -25,7 +25,7 @@ from pathlib import Path  # noqa: E402
 if not __package__:  # run as a script: import the benchmarks package from the checkout
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-STUDIES = ("synthetic", "hardkuma", "images", "meed", "text", "structured")
+STUDIES = ("synthetic", "hardkuma", "images", "meed", "text", "structured", "cluster")
 README = Path(__file__).resolve().parents[1] / "README.rst"
 
 

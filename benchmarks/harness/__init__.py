@@ -10,6 +10,6 @@
 - :mod:`.data`: the synthetic data sets, their black box and EVAL-X evaluator;
   :mod:`.quality`: how masks are judged against the ground truth; :mod:`.timing`: timings.
 
-:mod:`.structured`, :mod:`.tables`, :mod:`.scale` and :mod:`.cluster` are the studies not yet
-declared under ``benchmarks/studies/`` (run by their own ``bench_*.py`` scripts).
+:mod:`.tables` and :mod:`.scale` are the studies not yet declared under
+``benchmarks/studies/`` (run by ``bench_tables.py`` and ``bench_scale.py``).
 """

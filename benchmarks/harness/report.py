@@ -92,11 +92,6 @@ def save_results(path, records, machine, profile, study=None):
     os.replace(tmp, path)
 
 
-def load_records(path):
-    """The records of a results file written by :func:`save_results`."""
-    return json.loads(Path(path).read_text(encoding="utf-8"))["records"]
-
-
 def load_study_results(path, study):
     """The long records, machine and profile of a study's results file; the records of a
     file in the study's former wide format go through ``study.legacy``."""
@@ -123,14 +118,6 @@ def _profile_dict(profile):
 # -------
 
 _DASH = "–"
-
-
-def _pct(value):
-    return _DASH if value is None else f"{100 * value:.1f}"
-
-
-def _num(value, fmt):
-    return _DASH if value is None else format(value, fmt)
 
 
 def _grid_table(title, header, rows):
