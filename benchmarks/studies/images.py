@@ -202,14 +202,10 @@ def _pixel_attributions(name, data, profile, device):
                            max_evals=profile.partition_evals, silent=True).values
         chosen = values[np.arange(len(values)), ..., targets.cpu().numpy()]
         return chosen.reshape(data.X_explain.shape)
-    from captum.attr import IntegratedGradients, KernelShap, Saliency
+    if name in ("saliency", "integrated_gradients"):
+        return gradient_attributions(name, model, data.X_explain, targets, profile, device)
+    from captum.attr import KernelShap
 
-    if name == "saliency":
-        X_t.requires_grad_(True)
-        return Saliency(model).attribute(X_t, target=targets, abs=True).detach().cpu().numpy()
-    if name == "integrated_gradients":
-        return IntegratedGradients(model).attribute(
-            X_t, target=targets, n_steps=profile.ig_steps).detach().cpu().numpy()
     feature_mask = torch.as_tensor(data.groups.reshape(1, *X_t.shape[1:]), device=device)
     torch.manual_seed(EXPLAIN_SEED)
     kernel_shap = KernelShap(model)
@@ -219,6 +215,20 @@ def _pixel_attributions(name, data, profile, device):
                               perturbations_per_eval=profile.kernel_shap_samples)
         for i in range(len(X_t))
     ]).detach().cpu().numpy()
+
+
+def gradient_attributions(name, model, X, targets, profile, device):
+    """captum's Saliency (absolute gradients) or IntegratedGradients (``ig_steps`` steps from
+    the black image) of the ``targets`` classes; also the MEED study's peers."""
+    from captum.attr import IntegratedGradients, Saliency
+
+    X_t = torch.as_tensor(X, device=device)
+    targets = torch.as_tensor(targets, device=device)
+    if name == "saliency":
+        X_t.requires_grad_(True)
+        return Saliency(model).attribute(X_t, target=targets, abs=True).detach().cpu().numpy()
+    return IntegratedGradients(model).attribute(
+        X_t, target=targets, n_steps=profile.ig_steps).detach().cpu().numpy()
 
 
 def patch_masks(attributions, groups, k):

@@ -39,7 +39,9 @@ from sk_sointer.metrics import (
 from ..harness.peers import topk_of_abs
 from ..harness.study import Metric, Study, Table, legacy_seeds
 from ..harness.timing import best_time, sync
-from .images import EXPLAIN_SEED, SOURCES, TRAIN_SEED, dataset_values, load_data
+from .images import (
+    EXPLAIN_SEED, SOURCES, TRAIN_SEED, dataset_values, gradient_attributions, load_data,
+)
 
 PROFILES = {
     "fast": dict(source="digits", n_explain=40, k=6, black_box_epochs=30, seeds=2,
@@ -92,25 +94,13 @@ def run_ours(name, data, profile, device, seed):
         "fit_s": fit_s, "explain_ms_per_row": 1000 * explain_s / len(masks), "sen": sen}
 
 
-def peer_attributions(name, model, X, targets, profile, device):
-    from captum.attr import IntegratedGradients, Saliency
-
-    X_t = torch.as_tensor(X, device=device)
-    targets = torch.as_tensor(targets, device=device)
-    if name == "saliency":
-        X_t.requires_grad_(True)
-        return Saliency(model).attribute(X_t, target=targets, abs=True).detach().cpu().numpy()
-    return IntegratedGradients(model).attribute(
-        X_t, target=targets, n_steps=profile.ig_steps).detach().cpu().numpy()
-
-
 def run_peer(name, data, profile, device):
     model = data.model.to(device)
 
     def attribute(X):
         with torch.no_grad():
             targets = model(torch.as_tensor(X, device=device)).argmax(dim=1)
-        return peer_attributions(name, model, X, targets, profile, device)
+        return gradient_attributions(name, model, X, targets, profile, device)
 
     def masks_of(X):
         scores = attribute(X)
