@@ -12,7 +12,6 @@ of the Benchmarks section when it has none).
 
     python benchmarks/bench_scale.py --profile fast --device cpu   # smoke run, seconds
     python benchmarks/bench_scale.py --profile full                 # 10k-1M rows, 10-1,000 features
-    python benchmarks/bench_scale.py --cluster --profile full       # Dask: 1M rows, 1 and 2 workers
 """
 
 import argparse
@@ -28,9 +27,9 @@ os.environ.setdefault("MKL_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 if __package__:  # imported as ``benchmarks.bench_scale`` (the tests)
-    from .harness import cluster, registry, report, scale  # noqa: E402
+    from .harness import registry, report, scale  # noqa: E402
 else:  # run as a script: the harness package lies next to this file
-    from harness import cluster, registry, report, scale  # noqa: E402
+    from harness import registry, report, scale  # noqa: E402
 
 README = Path(__file__).resolve().parents[1] / "README.rst"
 
@@ -63,11 +62,6 @@ def parse_args(argv=None):
                         "scale_<profile>_<device>.json); the RST table goes next to it")
     parser.add_argument("--update-readme", action="store_true",
                         help="replace README.rst's scale block with this run's table")
-    parser.add_argument("--cluster", action="store_true",
-                        help="instead of the grid: transform throughput on a local Dask "
-                        "cluster of 1 and 2 worker processes against the in-memory "
-                        "transform and KernelSHAP on the same cluster (needs the dask extra; "
-                        "writes scale_cluster_<profile>.json and .rst)")
     args = parser.parse_args(argv)
     if args.widths and min(args.widths) < scale.N_RELEVANT:
         parser.error(f"--widths should be at least {scale.N_RELEVANT}, the relevant features.")
@@ -76,24 +70,8 @@ def parse_args(argv=None):
     return args
 
 
-def main_cluster(args):
-    profile = cluster.PROFILES[args.profile]
-    machine = report.machine_info("cpu", 1)
-    start = time.perf_counter()
-    records = cluster.run_cluster(profile)
-    machine["wall_s"] = round(time.perf_counter() - start, 1)
-    out = args.out or report.RESULTS_DIR / f"scale_cluster_{profile.name}.json"
-    report.save_results(out, records, machine, profile)
-    table = cluster.render_rst(records, machine, profile)
-    out.with_suffix(".rst").write_text(table, encoding="utf-8")
-    print(table)
-    return records
-
-
 def main(argv=None):
     args = parse_args(argv)
-    if args.cluster:
-        return main_cluster(args)
     profile = scale.PROFILES[args.profile]
     machine = report.machine_info(args.device, args.threads)
     out = args.out or report.RESULTS_DIR / f"scale_{profile.name}_{machine['device']}.json"

@@ -1,11 +1,13 @@
-"""Smoke test of HardKuma's benchmark on its fast profile."""
+"""Smoke test of HardKuma's study on its fast profile."""
 
 import json
 
 import pytest
 import torch
 
-from benchmarks import bench_hardkuma
+from benchmarks import bench
+from benchmarks.harness.report import RESULTS_DIR as RESULTS
+from benchmarks.harness.study import summarize
 
 torch.set_num_threads(1)
 
@@ -13,23 +15,29 @@ torch.set_num_threads(1)
 @pytest.fixture(scope="module")
 def fast_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("hardkuma") / "hardkuma_fast.json"
-    bench_hardkuma.main(["--profile", "fast", "--device", "cpu", "--out", str(out)])
+    bench.main(["hardkuma", "--profile", "fast", "--device", "cpu", "--out", str(out)])
     return json.loads(out.read_text(encoding="utf-8")), out.with_suffix(".rst")
 
 
 def test_fast_profile_records_rates_and_matched_tpr(fast_run):
     payload, _ = fast_run
-    rate, matched = payload["records"]
-    assert (rate["part"], rate["dataset"], rate["target_rate"]) == ("rate", "additive_code", 0.3)
+    records = payload["records"]
+    assert payload["study"] == "hardkuma"
+    assert list(dict.fromkeys((r["dataset"], r["method"]) for r in records if r["method"])) == [
+        ("additive_code", "rate"), ("orange_skin", "matched")]
+    assert {r["target_rate"] for r in records if r["method"] == "rate"} == {0.3}
+    summary = summarize(records)
+    rate, matched = summary[("additive_code", "rate")], summary[("orange_skin", "matched")]
     # 400 selector steps already hold the rate near its target, mostly on true features
     # (three of ten are kept, four are relevant: a TPR of 0.75 at best).
     assert rate["achieved_rate"] == pytest.approx(0.3, abs=0.05)
     assert rate["tpr"] > 0.5 and rate["fdr"] < 0.3
-    assert len(rate["runs"]) == 1
-    assert (matched["part"], matched["dataset"], matched["k"]) == ("matched", "orange_skin", 4)
+    assert len(rate["achieved_rate_seeds"]) == 1
+    assert {r["k"] for r in records if r["method"] == "matched"} == {4}
     assert matched["target_rate"] == pytest.approx(0.4)
     for key in ("l2x_tpr", "tpr", "tpr_top_k", "achieved_rate"):
         assert 0.0 <= matched[key] <= 1.0
+    assert matched["tpr_gain"] == pytest.approx(matched["tpr"] - matched["l2x_tpr"])
     # The refinement (on by default) trades some ground truth for fidelity to the model.
     assert matched["tpr"] > 0.8
 
@@ -39,3 +47,14 @@ def test_fast_profile_renders_both_tables(fast_run):
     text = rst.read_text(encoding="utf-8")
     assert "the selection rate asked for and achieved" in text
     assert "Orange skin" in text and "Additive (code)" in text
+
+
+def test_the_former_records_render_through_the_legacy_conversion():
+    # The README's numbers come from records written before the study format.
+    text = bench.main(["hardkuma", "--render", str(RESULTS / "hardkuma_full.json")])
+    rows = [[cell.strip() for cell in line.split("|")[1:-1]] for line in text.splitlines()
+            if line.startswith("   |")]
+    assert ["", "50.0", "50.2 ± 0.5", "53.8 ± 0.9", "100.0", "26.0 ± 1.3", "93.9 ± 0.1",
+            "23.8 ± 2.4"] in rows
+    assert ["Additive (code)", "4", "40.0", "40.0 ± 0.2", "83.3 ± 11.8", "99.2 ± 1.1",
+            "99.6 ± 0.5", "+15.9 ± 12.9"] in rows

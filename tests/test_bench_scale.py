@@ -218,17 +218,24 @@ def test_readme_block_needs_markers_or_a_benchmarks_section():
 
 def test_cluster_part_checks_masks_and_reports_every_engine(tmp_path, monkeypatch):
     pytest.importorskip("distributed")
-    from benchmarks.harness import cluster
+    from benchmarks import bench
+    from benchmarks.studies import cluster
 
-    tiny = cluster.ClusterProfile("tiny", n_rows=3000, workers=(1, 2), shap_rows=2, repeats=1)
+    tiny = dict(n_rows=3000, workers=(1, 2), shap_rows=2, repeats=1)
     monkeypatch.setitem(cluster.PROFILES, "fast", tiny)
     out = tmp_path / "cluster.json"
-    records = bench_scale.main(["--cluster", "--profile", "fast", "--out", str(out)])
+    records = bench.main(["cluster", "--profile", "fast", "--out", str(out)])
     stored = json.loads(out.read_text(encoding="utf-8"))["records"]
-    assert [r["engine"] for r in stored] == [r["engine"] for r in records]
-    dask_runs = [r for r in records if r["engine"] == "dask_transform"]
+    assert [(r["method"], r["metric"]) for r in stored] == [
+        (r["method"], r["metric"]) for r in records]
+    assert not [r for r in records if r["metric"] == "error"]
+    dask_runs = [r for r in records
+                 if r["method"] == "dask_transform" and r["metric"] == "rows_per_s"]
     assert [r["workers"] for r in dask_runs] == [1, 2]
     assert all(r["identical_to_in_memory"] for r in dask_runs)
-    assert all(_positive(r["rows_per_s"]) for r in records)
-    assert records[0]["engine"] == "in memory" and records[0]["speedup_vs_1_worker"] == 1.0
+    assert all(_positive(r["value"]) for r in records if r["metric"] == "rows_per_s")
+    first = [r for r in records if r["method"] is not None][0]
+    assert first["method"] == "in_memory"
+    assert {r["metric"]: r["value"] for r in records
+            if r["method"] == "in_memory"}["speedup_vs_1_worker"] == 1.0
     assert "dask_transform" in out.with_suffix(".rst").read_text(encoding="utf-8")

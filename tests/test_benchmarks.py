@@ -17,10 +17,9 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.neural_network import MLPClassifier
 
-from benchmarks import bench_sointer, bench_synthetic, bench_tables
-from benchmarks.harness import (
-    data, ours, peers, quality, registry, report, run, structured, tables,
-)
+from benchmarks import bench, bench_tables
+from benchmarks.harness import data, ours, peers, quality, registry, report, study, tables
+from benchmarks.studies import structured, synthetic
 import sk_sointer
 from sk_sointer import L2XExplainer, as_black_box, metrics
 
@@ -30,12 +29,17 @@ try:
 except ImportError:
     HAVE_RIVER = False
 
-TINY = data.Profile(
+TINY = study.Profile(
     name="smoke",
     n_train=300,
     n_explain=100,
     n_timing=500,
+    n_black_box=None,
     timing_repeats=2,
+    seeds=1,
+    shap_nsamples=200,
+    lime_num_samples=5000,
+    captum_kernel_shap_samples=200,
     explainer_params={
         "l2x": {"max_epochs": 2, "batch_size": 64},
         "realx": {"max_epochs": 2, "predictor_epochs": 1, "batch_size": 64},
@@ -44,13 +48,25 @@ TINY = data.Profile(
         "evalx": {"max_epochs": 2},
     },
 )
+# Fewer rows, one timing repeat.
+SMALL = TINY.replace(n_train=200, n_explain=50, n_timing=100, timing_repeats=1)
+CONTEXT = {"k", "params", "explain_timing", "evalx_error"}
+
+
+def run_synthetic(profile, datasets, methods, **values):
+    """The synthetic study's records of ``methods`` on ``datasets``, on the CPU."""
+    return study.run(synthetic.STUDY, profile.replace(datasets=datasets, **values),
+                     methods=methods, device="cpu")
+
+
+def by_pair(records):
+    return study.summarize(records)
 
 
 @pytest.fixture(scope="module")
 def s1_run():
     """Our explainers on S1, the set with every metric (CFSR and eACC)."""
-    return run.run_benchmark(TINY, dataset_names=["S1"],
-                             methods=registry.method_names(amortized=True), device="cpu")
+    return run_synthetic(TINY, ["S1"], registry.method_names(amortized=True))
 
 
 def _finite(value):
@@ -58,37 +74,50 @@ def _finite(value):
 
 
 def test_records_hold_finite_metrics_in_range(s1_run):
-    assert [record["method"] for record in s1_run] == ["l2x", "realx", "meed", "hardkuma",
-                                                     "meed_feedback"]
-    for record in s1_run:
-        assert record["error"] is None, record["traceback"]
-        assert set(record) == set(run.RECORD_FIELDS)
-        assert (record["dataset"], record["n_train"], record["n_explain"]) == ("S1", 300, 100)
-        n_features = record["n_features"]
+    assert list(dict.fromkeys(r["method"] for r in s1_run if r["method"])) == [
+        "l2x", "realx", "meed", "hardkuma", "meed_feedback"]
+    assert not [r for r in s1_run if r["metric"] == "error"]
+    for r in s1_run:
+        assert set(study.RECORD_KEYS) <= set(r) <= {*study.RECORD_KEYS, *CONTEXT}
+        assert (r["study"], r["dataset"], r["unit"]) == (
+            "synthetic", "S1", synthetic.STUDY.unit(r["metric"]))
+    summary = by_pair(s1_run)
+    dataset = summary[("S1", None)]
+    assert (dataset["n_train"], dataset["n_explain"]) == (300, 100)
+    n_features = dataset["n_features"]
+    assert _finite(dataset["black_box_acc"]) and 0.0 <= dataset["black_box_acc"] <= 1.0
+    assert not any(r.get("evalx_error") for r in s1_run)
+    for name in ["l2x", "realx", "meed", "hardkuma", "meed_feedback"]:
+        record = summary[("S1", name)]
         # S1 rows have 3 or 5 relevant features, so the optimum lies between 2 and 3.
         assert 2.0 <= record["median_rank_optimum"] <= 3.0
         assert record["median_rank_optimum"] <= record["median_rank"] <= n_features
-        for name in ("tpr", "fdr", "cfsr", "posthoc_acc", "own_acc", "own_agreement",
-                     "black_box_acc"):
-            assert _finite(record[name]) and 0.0 <= record[name] <= 1.0, name
+        for metric in ("tpr", "fdr", "cfsr", "posthoc_acc", "own_acc", "own_agreement"):
+            assert _finite(record[metric]) and 0.0 <= record[metric] <= 1.0, metric
         assert 0.0 <= record["mean_selected"] <= n_features
-        for name in ("fit_s", "explain_ms_per_row", "throughput_ratio", "forward_ms",
-                     "transform_ms"):
-            assert _finite(record[name]) and record[name] > 0, name
-        assert record["evalx_error"] is None, record["evalx_error"]
-        for name in ("eacc", "eacc_expected"):
-            assert _finite(record[name]) and 0.0 <= record[name] <= 1.0, name
+        for metric in ("fit_s", "explain_ms_per_row", "throughput_ratio", "forward_ms",
+                       "transform_ms"):
+            assert _finite(record[metric]) and record[metric] > 0, metric
+        for metric in ("eacc", "eacc_expected"):
+            assert _finite(record[metric]) and 0.0 <= record[metric] <= 1.0, metric
 
 
 def test_our_explainers_use_their_s_set_selection_rules(s1_run):
-    by_method = {record["method"]: record for record in s1_run}
-    assert by_method["l2x"]["k"] == 4 and by_method["l2x"]["mean_selected"] == 4.0
-    assert by_method["realx"]["k"] is None  # thresholded, as in REAL-X's Table 1
+    k = {r["method"]: r["k"] for r in s1_run if r["method"]}
+    assert k["l2x"] == 4 and by_pair(s1_run)[("S1", "l2x")]["mean_selected"] == 4.0
+    assert k["realx"] is None  # thresholded, as in REAL-X's Table 1
+
+
+def _machine():
+    return report.machine_info("cpu")
+
+
+def _render(records, profile=TINY):
+    return report.render(synthetic.STUDY, records, _machine(), profile)
 
 
 def test_rst_table_renders_one_row_per_record(s1_run):
-    machine = report.machine_info("cpu")
-    text = report.render_rst(s1_run, machine, TINY)
+    text = _render(s1_run)
     lines = text.splitlines()
     start = lines.index(".. table:: Synthetic data sets")
     table = []
@@ -98,9 +127,10 @@ def test_rst_table_renders_one_row_per_record(s1_run):
         table.append(line)
     # A grid table's column separators line up in every line, borders and cells alike.
     columns = {tuple(i for i, char in enumerate(line) if char in "+|") for line in table}
-    assert len(columns) == 1 and len(next(iter(columns))) == 13  # 12 columns
+    assert len(columns) == 1 and len(next(iter(columns))) == 14  # 13 columns
     header_end = next(i for i, line in enumerate(table) if line.startswith("   +="))
-    assert sum(line.startswith("   +-") for line in table[header_end:]) == len(s1_run)
+    methods = {r["method"] for r in s1_run if r["method"]}
+    assert sum(line.startswith("   +-") for line in table[header_end:]) == len(methods)
     assert "L2X (k = 4)" in text and "``smoke``" in text
 
 
@@ -118,7 +148,9 @@ def test_readme_block_is_replaced_between_the_markers_only():
 def test_readme_has_the_results_markers():
     readme = report.RESULTS_DIR.parents[1] / "README.rst"
     lines = readme.read_text(encoding="utf-8").splitlines()
-    assert lines.index(report.README_START) < lines.index(report.README_END)
+    start, end = synthetic.STUDY.readme
+    assert (start, end) == (report.README_START, report.README_END)
+    assert lines.index(start) < lines.index(end)
 
 
 class _BrokenL2X(L2XExplainer):
@@ -129,14 +161,14 @@ class _BrokenL2X(L2XExplainer):
 def test_a_failing_method_is_recorded_and_the_run_goes_on(monkeypatch):
     monkeypatch.setitem(registry.METHODS, "l2x",
                         dataclasses.replace(registry.METHODS["l2x"], estimator=_BrokenL2X))
-    profile = data.Profile(name="smoke", n_train=200, n_explain=50, n_timing=100,
-                           timing_repeats=1, explainer_params=TINY.explainer_params)
-    records = run.run_benchmark(profile, dataset_names=["xor"], methods=["l2x", "realx"],
-                                device="cpu")
-    assert records[0]["error"] == "RuntimeError: boom" and "boom" in records[0]["traceback"]
-    assert records[0]["median_rank"] is None
-    for record in records[1:]:
-        assert record["error"] is None and _finite(record["median_rank"])
+    records = run_synthetic(SMALL, ["xor"], ["l2x", "realx"])
+    [failed] = [r for r in records if r["metric"] == "error"]
+    assert failed["method"] == "l2x"
+    assert failed["error"] == "RuntimeError: boom" and "boom" in failed["traceback"]
+    summary = by_pair(records)
+    assert "median_rank" not in summary[("xor", "l2x")]
+    assert summary[("xor", "realx")]["error"] is None
+    assert _finite(summary[("xor", "realx")]["median_rank"])
 
 
 class _StubEvaluator(BaseEstimator):
@@ -165,20 +197,20 @@ class _StubEvaluator(BaseEstimator):
 def test_one_evaluator_per_data_set_judges_every_method(monkeypatch):
     monkeypatch.setattr(metrics, "EvalXEvaluator", _StubEvaluator)
     monkeypatch.setattr(_StubEvaluator, "calls", [])
-    profile = data.Profile(name="smoke", n_train=200, n_explain=50, n_timing=100,
-                           timing_repeats=1, explainer_params=TINY.explainer_params)
-    records = run.run_benchmark(profile, dataset_names=["xor", "xor_probe"],
-                                methods=["l2x"], device="cpu")
+    records = run_synthetic(SMALL, ["xor", "xor_probe"], ["l2x"])
     # XOR and its probe share rows, black box and evaluator; the evaluator's parameters come
     # from the profile and the run's device.
     assert _StubEvaluator.calls[0] == ("fit", (200, 10), True, 2, "cpu")
     assert _StubEvaluator.calls[1:] == [("score_masks", (50, 10), True)] * 2
-    for record in records:
-        assert record["error"] is None, record["traceback"]
+    summary = by_pair(records)
+    for dataset in ("xor", "xor_probe"):
+        record = summary[(dataset, "l2x")]
+        assert record["error"] is None
         assert (record["eacc"], record["eauroc"], record["enll"]) == (0.25, 0.5, 0.75)
-        assert record["evalx_error"] is None and record["evalx_fit_s"] >= 0
+        assert summary[(dataset, None)]["evalx_fit_s"] >= 0
+    assert not any(r.get("evalx_error") for r in records)
     _, _, _, proba = data.DATASETS["xor"].draw(50, data.EXPLAIN_SEED, return_proba=True)
-    assert records[0]["eacc_expected"] == pytest.approx(proba.mean())
+    assert summary[("xor", "l2x")]["eacc_expected"] == pytest.approx(proba.mean())
 
 
 def test_a_failing_data_set_fails_its_methods_only(monkeypatch):
@@ -187,23 +219,22 @@ def test_a_failing_data_set_fails_its_methods_only(monkeypatch):
             raise ValueError("no rows")
         return data.prepare(spec, *args)
 
-    monkeypatch.setattr(run, "prepare", prepare)
-    profile = data.Profile(name="smoke", n_train=200, n_explain=50, n_timing=100,
-                           timing_repeats=1, explainer_params=TINY.explainer_params)
-    records = run.run_benchmark(profile, dataset_names=["orange_skin", "xor"],
-                                methods=["l2x"], device="cpu")
-    assert [r["error"] for r in records] == ["data set: ValueError: no rows", None]
+    monkeypatch.setattr(synthetic, "prepare_data", prepare)
+    records = run_synthetic(SMALL, ["orange_skin", "xor"], ["l2x"])
+    summary = by_pair(records)
+    assert [summary[(name, "l2x")]["error"] for name in ("orange_skin", "xor")] == [
+        "data set: ValueError: no rows", None]
 
 
 def test_results_are_saved_as_strict_json(s1_run, tmp_path):
     path = tmp_path / "results" / "synthetic_smoke.json"
-    machine = report.machine_info("cpu")
-    records = [*s1_run, {**s1_run[0], "fit_s": float("nan")}]
-    report.save_results(path, records, machine, TINY)
+    records = [*s1_run, {**s1_run[-1], "value": float("nan")}]
+    report.save_results(path, records, _machine(), TINY, study="synthetic")
     saved = json.loads(path.read_text(encoding="utf-8"))
+    assert saved["study"] == "synthetic"
     assert saved["machine"]["torch"] == torch.__version__
     assert saved["profile"]["n_train"] == 300
-    assert len(saved["records"]) == len(records) and saved["records"][-1]["fit_s"] is None
+    assert len(saved["records"]) == len(records) and saved["records"][-1]["value"] is None
     assert not list(path.parent.glob("*.tmp"))
 
 
@@ -233,7 +264,7 @@ def test_merge_keeps_records_not_redone():
     kept = [{"dataset": "S1", "method": "l2x", "v": 1},
             {"dataset": "xor", "method": "lime", "v": 2}]
     new = [{"dataset": "S1", "method": "l2x", "v": 3}]
-    merged = report.merge_records(kept, new)
+    merged = study.merge(kept, new, synthetic.STUDY.datasets(TINY))
     assert [(r["dataset"], r["method"], r["v"]) for r in merged] == [
         ("xor", "lime", 2), ("S1", "l2x", 3)
     ]
@@ -241,11 +272,12 @@ def test_merge_keeps_records_not_redone():
 
 def test_structured_merge_replaces_redone_records_and_places_new_methods_by_task():
     def rec(d, target, method, v):
-        return {"dataset": "E1", "n_features": d, "target": target, "method": method, "v": v}
+        return {"dataset": f"E1/{d}/y{target + 1}", "n_features": d, "target": target,
+                "method": method, "v": v}
 
     kept = [rec(5, 0, "sointer", 1), rec(5, 0, "random", 2), rec(10, 0, "sointer", 3)]
     new = [rec(5, 0, "sointer", 4), rec(5, 0, "sointer_baseline", 5), rec(20, 1, "l2x", 6)]
-    merged = structured.merge_records(kept, new)
+    merged = study.merge(kept, new)
     assert [(r["n_features"], r["method"], r["v"]) for r in merged] == [
         (5, "sointer", 4), (5, "random", 2), (5, "sointer_baseline", 5), (10, "sointer", 3),
         (20, "l2x", 6),
@@ -253,10 +285,12 @@ def test_structured_merge_replaces_redone_records_and_places_new_methods_by_task
 
 
 def test_extra_seeds_record_each_seeds_median_rank():
-    records = run.run_benchmark(TINY, dataset_names=["orange_skin"], methods=["l2x"],
-                                device="cpu", seeds=3)
-    ranks = records[0]["median_rank_seeds"]
-    assert len(ranks) == 3 and ranks[0] == records[0]["median_rank"]
+    records = run_synthetic(TINY, ["orange_skin"], ["l2x"], seeds=3)
+    ranks = {r["seed"]: r["value"] for r in records
+             if r["method"] == "l2x" and r["metric"] == "median_rank"}
+    assert sorted(ranks) == [0, 1, 2]
+    # Seed 0 has every metric, the others their median rank only.
+    assert {r["seed"] for r in records if r["metric"] == "tpr"} == {0}
     # Seed 1 is the explainer the harness builds, refitted with random_state=1.
     spec = data.DATASETS["orange_skin"]
     prepared = data.prepare(spec, TINY, torch.device("cpu"), False)
@@ -264,34 +298,39 @@ def test_extra_seeds_record_each_seeds_median_rank():
     explainer.set_params(random_state=1).fit(prepared.X_train, black_box=prepared.model)
     assert ranks[1] == metrics.median_rank(prepared.relevant_explain,
                                            explainer.transform(prepared.X_explain))
-    text = report.render_rst(records, report.machine_info("cpu"), TINY)
+    text = _render(records, TINY.replace(seeds=3))
     assert "Median rank over explainer seeds" in text and "over 3 seeds" in text
+    assert f"{np.mean(list(ranks.values())):.2f} ± " in text
 
 
 def test_the_registry_is_the_single_source_of_methods():
     # Every method but those that explain one output of a multi-output model (SOInter),
-    # which only the structured benchmark runs.
+    # which only the structured study runs.
     names = registry.method_names()
     assert names == [name for name, method in registry.METHODS.items()
                      if not method.target_output]
     assert registry.method_names(target_output=True) == ["sointer", "sointer_baseline"]
-    assert bench_synthetic.parse_args(["--methods", *names]).methods == names
+    assert list(synthetic.STUDY.methods) == names
+    assert bench.parse_args(["synthetic", "--methods", *names])[1].methods == names
     with pytest.raises(SystemExit):
-        bench_synthetic.parse_args(["--methods", "not_a_method"])
-    assert set(registry.peer_packages()) <= set(report.machine_info("cpu"))
+        bench.parse_args(["synthetic", "--methods", "not_a_method"])
+    assert set(registry.peer_packages()) <= set(_machine())
     # One rendered row per method, labelled from its registry entry; ours with their k.
     rows = [("xor", "l2x"), ("xor", "realx"), ("S1", "realx"),
             *[("xor", name) for name in registry.method_names(amortized=False)]]
     records = []
     for dataset, name in rows:
-        record = run.new_record(data.DATASETS[dataset], registry.METHODS[name], TINY)
-        record.update(median_rank=2.5, median_rank_optimum=1.5, tpr=0.5, fdr=0.5)
-        records.append(record)
-    text = report.render_rst(records, report.machine_info("cpu"), TINY)
-    cells = [line.split("|")[2].strip() for line in text.splitlines()
-             if line.startswith("   |") and "2.50 (1.50)" in line]
+        [(_, context)] = synthetic.cases(dataset, [name], TINY)
+        records += study.records_of(synthetic.STUDY, dataset, name, None,
+                                    {"median_rank": 2.5, "median_rank_optimum": 1.5,
+                                     "tpr": 0.5, "fdr": 0.5}, **context)
+    text = _render(records)
+    cells = [[cell.strip() for cell in line.split("|")[1:-1]] for line in text.splitlines()
+             if line.startswith("   |") and "| 2.50 " in line]
+    assert all(row[2:4] == ["2.50", "1.50"] for row in cells)
     peer_labels = [registry.METHODS[name].label for name in registry.method_names(amortized=False)]
-    assert cells == ["L2X (k = 2)", "REAL-X (k = 2)", "REAL-X (thresholded)", *peer_labels]
+    assert [row[1] for row in cells] == [
+        "L2X (k = 2)", "REAL-X (k = 2)", "REAL-X (thresholded)", *peer_labels]
     assert len(set(peer_labels)) == len(peer_labels)
 
 
@@ -301,16 +340,26 @@ def test_a_registry_entry_is_all_a_new_method_needs(monkeypatch):
 
     monkeypatch.setitem(registry.METHODS, "largest", registry.Method(
         "largest", "Largest |x|", "numpy", attribute=largest_inputs))
-    assert bench_synthetic.parse_args(["--methods", "largest"]).methods == ["largest"]
-    profile = data.Profile(name="smoke", n_train=200, n_explain=50, n_timing=100)
-    [record] = run.run_benchmark(profile, dataset_names=["xor"], methods=["largest"],
-                                 device="cpu")
-    assert record["error"] is None, record["traceback"]
-    assert (record["method_label"], record["k"], record["mean_selected"]) == ("Largest |x|", 2, 2.0)
+    records = run_synthetic(SMALL, ["xor"], ["largest"])
+    record = by_pair(records)[("xor", "largest")]
+    assert record["error"] is None
+    assert ({r["k"] for r in records if r["method"]}, record["mean_selected"]) == ({2}, 2.0)
     X, _, relevant, _ = data.DATASETS["xor"].draw(50, data.EXPLAIN_SEED, return_proba=True)
     assert record["median_rank"] == metrics.median_rank(relevant, peers.topk_of_abs(X, 2))
     assert record["explain_ms_per_row"] == pytest.approx(1e-3 * 1000 / 50)
-    assert "Largest |x|" in report.render_rst([record], report.machine_info("cpu"), profile)
+    assert "Largest |x|" in _render(records, SMALL)
+
+
+def test_the_former_records_render_through_the_legacy_conversion():
+    # The README's numbers come from records written before the study format.
+    text = bench.main(["synthetic", "--render",
+                       str(report.RESULTS_DIR / "synthetic_full.json")])
+    rows = [[cell.strip() for cell in line.split("|")[1:-1]] for line in text.splitlines()
+            if line.startswith("   |")]
+    former = json.loads((report.RESULTS_DIR / "synthetic_full.json").read_text())["records"]
+    first = former[0]
+    assert rows[2][:4] == [first["dataset_label"], synthetic.method_cell(first),
+                           f"{first['median_rank']:.2f}", f"{first['median_rank_optimum']:.2f}"]
 
 
 @pytest.fixture(scope="module")
@@ -407,8 +456,8 @@ def sointer_fast(tmp_path_factory):
     out = tmp_path_factory.mktemp("sointer") / "sointer_fast.json"
     # Yeast comes from river (the bench and datasets extras); without it the run covers E1, E2.
     sets = ["E1", "E2", "yeast"] if HAVE_RIVER else ["E1", "E2"]
-    bench_sointer.main(["--profile", "fast", "--device", "cpu", "--methods", "sointer", "l2x",
-                        "saliency", "--sets", *sets, "--out", str(out)])
+    bench.main(["structured", "--profile", "fast", "--device", "cpu", "--methods", "sointer",
+                "l2x", "saliency", "--sets", *sets, "--out", str(out)])
     return json.loads(out.read_text(encoding="utf-8")), out.with_suffix(".rst")
 
 
@@ -428,38 +477,51 @@ def test_sointer_fast_profile_records_every_task_and_method(sointer_fast):
     ours = [name for name in runnable if name != "saliency"]
     methods = [*runnable, structured.RANDOM]
     fast = structured.PROFILES["fast"]
-    expected = [(dataset, target, d, method)
-                for dataset, targets, d in [("E1", (0, 1), 5), ("E2", (2, 3), 5),
-                                            ("yeast", fast.yeast_labels, 103)][:3 if HAVE_RIVER else 2]
-                for target in targets for method in methods]
-    assert [(r["dataset"], r["target"], r["n_features"], r["method"])
-            for r in records] == expected
-    for r in records:
-        assert r["error"] is None, r["traceback"]
-        assert set(r) == set(structured.RECORD_FIELDS)
-        synthetic = r["dataset"] != "yeast"
-        assert r["k"] == (4 if synthetic else 10)
-        if r["method"] in ours or r["method"] == structured.RANDOM:
-            assert r["seeds"] == ([0, 1] if synthetic else [0])
+    expected = [(f"{dataset}/{label}", method)
+                for dataset, labels in [("E1/5", ("y1", "y2")), ("E2/5", ("y3", "y4")),
+                                        ("yeast", [f"Class{t + 1}" for t in fast["yeast_labels"]])
+                                        ][:3 if HAVE_RIVER else 2]
+                for label in labels for method in [None, *methods]]
+    assert list(dict.fromkeys((r["dataset"], r["method"]) for r in records)) == expected
+    assert not [r for r in records if r["metric"] == "error"]
+    summary = study.summarize(records)
+    for (dataset, method), r in summary.items():
+        synthetic_set = not dataset.startswith("yeast")
+        task = summary[(dataset, None)]
+        assert task["n_features"] == (5 if synthetic_set else 103)
+        if method is None:
+            for name in ("black_box_acc", "black_box_rate", "label_rate", "posthoc_acc_empty"):
+                assert _finite(r[name]) and 0.0 <= r[name] <= 1.0, name
+            if synthetic_set:
+                assert r["median_rank_optimum"] == 2.5
+            continue
+        [context] = {(c["k"], c["n_features"]) for c in records
+                     if (c["dataset"], c["method"]) == (dataset, method)}
+        assert context == ((4, 5) if synthetic_set else (10, None))
+        seeds = [c["seed"] for c in records if (c["dataset"], c["method"]) == (dataset, method)
+                 and c["metric"] == "posthoc_acc"]
+        if method in ours or method == structured.RANDOM:
+            assert seeds == ([0, 1] if synthetic_set else [0])
         else:
-            assert r["seeds"] is None
-        metric_names = ("exact_match", "tpr", "posthoc_acc") if synthetic else ("posthoc_acc",)
+            assert seeds == [None]
+        metric_names = ("exact_match", "tpr", "posthoc_acc") if synthetic_set else (
+            "posthoc_acc",)
         for name in metric_names:
             assert _finite(r[name]) and 0.0 <= r[name] <= 1.0, name
-            assert len(r[f"{name}_seeds"]) == (len(r["seeds"]) if r["seeds"] else 1)
+            assert all(0.0 <= value <= 1.0 for value in r[f"{name}_seeds"])
+            assert len(r[f"{name}_seeds"]) == len(seeds)
             assert r[name] == pytest.approx(np.mean(r[f"{name}_seeds"]))
-        if synthetic:
-            assert r["median_rank_optimum"] == 2.5 <= r["median_rank"] <= 5 - 1.5
+        if synthetic_set:
+            assert task["median_rank_optimum"] == 2.5 <= r["median_rank"] <= 5 - 1.5
         else:
-            assert r["exact_match"] is None and r["median_rank"] is None
-        for name in ("black_box_acc", "black_box_rate", "label_rate", "posthoc_acc_empty"):
-            assert _finite(r[name]) and 0.0 <= r[name] <= 1.0, name
-        if r["method"] in ours:
+            assert "exact_match" not in r and "median_rank" not in r
+        if method in ours:
             assert _finite(r["fit_s"]) and r["fit_s"] > 0
-        if r["method"] != structured.RANDOM:
+        if method != structured.RANDOM:
             assert _finite(r["explain_ms_per_row"]) and r["explain_ms_per_row"] > 0
     # The black box learns the argmin of the energies well even from 3,000 rows.
-    assert min(r["black_box_acc"] for r in records if r["dataset"] != "yeast") > 0.8
+    assert min(r["black_box_acc"] for (dataset, method), r in summary.items()
+               if method is None and not dataset.startswith("yeast")) > 0.8
 
 
 def test_sointer_fast_profile_renders_its_tables(sointer_fast):
@@ -515,10 +577,15 @@ def test_exact_match_and_summary_over_seeds():
         patch.setattr(metrics, "posthoc_accuracy", lambda *args, **kwargs: 0.5)
         out = structured.mask_quality(task, masks)
     assert out["exact_match"] == 0.75 and out["tpr"] == pytest.approx(15 / 16)
-    summary = structured.summarize([{"exact_match": 0.75}, {"exact_match": 0.25}])
+    records = [*study.records_of(structured.STUDY, "E1/6/y1", "l2x", 0, {"exact_match": 0.75}),
+               *study.records_of(structured.STUDY, "E1/6/y1", "l2x", 1, {"exact_match": 0.25})]
+    summary = study.summarize(records)[("E1/6/y1", "l2x")]
     assert summary["exact_match"] == 0.5 and summary["exact_match_seeds"] == [0.75, 0.25]
-    assert summary["exact_match_std"] == pytest.approx(np.std([0.75, 0.25], ddof=1))
-    assert structured.summarize([{"tpr": 0.5}])["tpr_std"] is None
+    assert report._spread(summary["exact_match_seeds"], structured.STUDY.spread) == (
+        pytest.approx(np.std([0.75, 0.25], ddof=1)))
+    # One run: no spread in its cell.
+    assert report._format_cell(structured.STUDY, records[:1], "exact_match") == "75.0"
+    assert report._format_cell(structured.STUDY, records, "exact_match") == "50.0 ± 35.4"
     # Random masks: k features a row, seeded.
     random = structured.random_selection(task, 0)
     assert (random.sum(axis=1) == 4).all()
@@ -710,3 +777,11 @@ def test_tables_peers_explain_regressors_and_every_output_of_a_multi_output_mode
     np.testing.assert_allclose(combined.sum(axis=1), 2.0)
     single = rng.randn(100, 4)
     assert peers.combine_outputs([single]) is single
+
+
+def test_the_former_structured_records_render_through_the_legacy_conversion():
+    # The README's numbers come from records written before the study format.
+    text = bench.main(["structured", "--render", str(report.RESULTS_DIR / "sointer_full.json")])
+    rows = [[cell.strip() for cell in line.split("|")[1:-1]] for line in text.splitlines()
+            if line.startswith("   |")]
+    assert ["E1", "y1", "5", "100.0", "7.8 ± 9.6", "54.1", "19.8 ± 1.3"] in rows

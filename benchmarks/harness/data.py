@@ -1,7 +1,7 @@
-"""Profiles, data sets, the black box and its torch copy, and the EVAL-X evaluator."""
+"""Data sets, the black box and its torch copy, and the EVAL-X evaluator."""
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -15,58 +15,8 @@ from sk_sointer import datasets, metrics
 TRAIN_SEED, EXPLAIN_SEED, TIMING_SEED, BLACK_BOX_SEED = 0, 1, 2, 3
 
 
-# Profiles and data sets
-# ----------------------
-
-
-@dataclass(frozen=True)
-class Profile:
-    """How much data and training a run uses.
-
-    ``explainer_params`` overrides parameters of our explainers and of the EVAL-X evaluator,
-    by key (a method's ``params_key`` in the registry, and ``"evalx"``); the full profile
-    leaves every default alone, so its numbers are those of the package as shipped.
-
-    ``n_black_box`` rows train the black box (``None``: the explainers' ``n_train`` rows).
-    The ground-truth metrics judge explanations of the black box against the data's
-    generator, so the full profile trains the black box on more rows than the explainers
-    see: a black box fitted on 10,000 noisy labels blurs the switch of the control-flow
-    sets, and any faithful explanation of it then keeps the other regime's features near
-    the switch.
-    """
-
-    name: str
-    n_train: int
-    n_explain: int
-    n_timing: int = 10_000
-    n_black_box: int | None = None
-    timing_repeats: int = 7
-    explainer_params: dict = field(default_factory=dict)
-    shap_nsamples: int = 200
-    lime_num_samples: int = 5000
-    captum_kernel_shap_samples: int = 200
-
-    def params_for(self, key):
-        """The parameters this profile overrides for ``key`` (none: an empty dict)."""
-        return dict(self.explainer_params.get(key, {}))
-
-
-PROFILES = {
-    "fast": Profile(
-        name="fast",
-        n_train=2_000,
-        n_explain=200,
-        explainer_params={
-            "l2x": {"max_epochs": 30, "batch_size": 200},
-            "meed": {"max_epochs": 30, "batch_size": 200},
-            "hardkuma": {"max_epochs": 30, "batch_size": 200},
-            "realx": {"max_epochs": 30, "predictor_epochs": 15},
-            "evalx": {"max_epochs": 30},
-        },
-        lime_num_samples=500,
-    ),
-    "full": Profile(name="full", n_train=10_000, n_explain=1_000, n_black_box=50_000),
-}
+# Data sets
+# ---------
 
 
 @dataclass(frozen=True)
@@ -119,6 +69,25 @@ DATASETS = {
                     base="xor", probe=True),
     ]
 }
+
+
+# Seed of the scale study's rows, and the features their label depends on.
+DATA_SEED, N_RELEVANT = 0, 4
+
+
+def make_rows(n_rows, n_features, seed=DATA_SEED):
+    """N(0, 1) rows (float32) and the two-column probabilities of a label that depends on
+    the first four features: ``P(y = 1 | x) = sigmoid(2 x0 x1 + x2 - x3)``.
+
+    The rows are drawn in float32 directly, so a million rows of a thousand features take
+    4 GB and never a float64 draft of twice that.
+    """
+    if n_features < N_RELEVANT:
+        raise ValueError(f"n_features should be >= {N_RELEVANT}; got {n_features}.")
+    X = np.random.default_rng(seed).standard_normal((n_rows, n_features), dtype=np.float32)
+    logit = 2 * X[:, 0] * X[:, 1] + X[:, 2] - X[:, 3]
+    proba = 1 / (1 + np.exp(-logit))
+    return X, np.column_stack([1 - proba, proba]).astype(np.float32)
 
 
 # The black box and its torch copy

@@ -32,7 +32,7 @@ import sys
 
 import torch
 
-from .scale import make_rows
+from .data import make_rows
 
 RESET_METHOD = "VmHWM reset by /proc/self/clear_refs, minus VmRSS before the call"
 MAXRSS_METHOD = "ru_maxrss after the call (peak since the process started), minus VmRSS before"

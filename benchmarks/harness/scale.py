@@ -38,7 +38,7 @@ from sk_sointer._utils import resolve_device
 
 from . import report
 from .anchor import ANCHORS
-from .data import DatasetSpec
+from .data import DATA_SEED, N_RELEVANT, DatasetSpec, make_rows
 from .registry import METHODS, method_names
 from .timing import best_times, sync
 
@@ -49,32 +49,10 @@ README_START = ".. scale-table-start"
 README_END = ".. scale-table-end"
 README_SECTION = "Benchmarks"
 
-DATA_SEED = 0
-N_RELEVANT = 4
-
 # Host copies of the table that a cell may hold at once, an estimate: the rows, Masker.fit's
 # float64 spread (two), the standardised rows, and transform's scores and masks. A cell that
 # needs more than the free memory is skipped rather than sent into swap or the OOM killer.
 HOST_COPIES = 6
-
-
-# Data
-# ----
-
-
-def make_rows(n_rows, n_features, seed=DATA_SEED):
-    """N(0, 1) rows (float32) and the two-column probabilities of a label that depends on
-    the first four features: ``P(y = 1 | x) = sigmoid(2 x0 x1 + x2 - x3)``.
-
-    The rows are drawn in float32 directly, so a million rows of a thousand features take
-    4 GB and never a float64 draft of twice that.
-    """
-    if n_features < N_RELEVANT:
-        raise ValueError(f"n_features should be >= {N_RELEVANT}; got {n_features}.")
-    X = np.random.default_rng(seed).standard_normal((n_rows, n_features), dtype=np.float32)
-    logit = 2 * X[:, 0] * X[:, 1] + X[:, 2] - X[:, 3]
-    proba = 1 / (1 + np.exp(-logit))
-    return X, np.column_stack([1 - proba, proba]).astype(np.float32)
 
 
 # What the registry's methods read to choose their k: the four relevant features.

@@ -75,8 +75,8 @@ from .ours import build_explainer, recorded_params
 from .peers import topk_of_abs
 from .registry import METHODS as REGISTRY
 from .registry import available_methods
-from .run import describe, short_traceback
 from .report import _grid_table
+from .study import describe, short_traceback
 from .timing import best_time
 
 SPLIT_SEED = 0

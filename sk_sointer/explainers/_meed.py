@@ -395,7 +395,7 @@ class MEEDExplainer(BaseExplainer):
     series), not to its hidden features as for the paper's text model.
 
     Output feedback is off by default, unlike the paper: on MNIST 3 vs 8 (k = 25 pixels,
-    ``benchmarks/bench_meed.py``) MEED with and without it kept the CNN's answer on 98.7 %%
+    ``python benchmarks/bench.py meed``) MEED with and without it kept the CNN's answer on 98.7 %%
     and 98.8 %% of the images and on 71.7 %% of them both with the pixels removed, while on
     orange skin it lowered the share of relevant features kept from 80 %% to 58 %% and on
     S1 from 76 %% to 68 %%: with the output in hand, the selector could pick features by the class

@@ -1,0 +1,121 @@
+"""Run one study of ``benchmarks/studies/`` and write its records and tables.
+
+    python benchmarks/bench.py STUDY --profile fast    # a smoke run (CI)
+    python benchmarks/bench.py STUDY --profile full    # the README's numbers
+    python benchmarks/bench.py STUDY --render benchmarks/results/STUDY_full.json
+
+Writes ``benchmarks/results/<study>_<profile>.json`` (machine, profile and the long records,
+saved after every measurement) and the RST tables next to it. ``--render`` runs nothing: it
+draws the tables of a results file, also one in a study's former wide format.
+"""
+
+import os
+import sys
+
+# Small networks on a small shared CPU run far slower with several BLAS/OpenMP threads; this
+# must be set before numpy is imported. ``--threads`` raises the limits at run time.
+for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
+
+import argparse  # noqa: E402
+import importlib  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+if not __package__:  # run as a script: import the benchmarks package from the checkout
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+STUDIES = ("synthetic", "hardkuma", "images", "meed", "text", "structured", "cluster")
+README = Path(__file__).resolve().parents[1] / "README.rst"
+
+
+def load_study(name):
+    return importlib.import_module(f"benchmarks.studies.{name}").STUDY
+
+
+def parse_args(argv=None):
+    first = argparse.ArgumentParser(add_help=False)
+    first.add_argument("study", choices=STUDIES)
+    known, _ = first.parse_known_args(argv)
+    study = load_study(known.study)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("study", choices=STUDIES)
+    parser.add_argument("--profile", choices=sorted(study.profiles), default="fast")
+    parser.add_argument("--methods", nargs="+", choices=study.methods, metavar="NAME",
+                        help=f"among {', '.join(study.methods)} (default: all)")
+    parser.add_argument("--datasets", nargs="+", metavar="NAME",
+                        help="run only these of the profile's data sets")
+    parser.add_argument("--no-peers", action="store_true",
+                        help="run only sk_sointer's explainers (and the references)")
+    parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    parser.add_argument("--threads", type=int, default=1, help="torch and BLAS threads")
+    parser.add_argument("--seeds", type=int, default=None,
+                        help="seeds of our explainers instead of the profile's")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="JSON file (default: benchmarks/results/<study>_<profile>.json)")
+    parser.add_argument("--merge", action="store_true",
+                        help="keep the records of --out that this run does not redo (same "
+                        "data set and method), so a partial rerun updates a full table")
+    parser.add_argument("--render", type=Path, metavar="JSON",
+                        help="run nothing: print the tables of this results file")
+    if study.readme:
+        parser.add_argument("--update-readme", action="store_true",
+                            help="put this run's table into README.rst between "
+                            f"{study.readme[0]!r} and {study.readme[1]!r}")
+    for name, option in study.options.items():
+        parser.add_argument("--" + name.replace("_", "-"), dest=name, default=None, **option)
+    return study, parser.parse_args(argv)
+
+
+def main(argv=None):
+    from benchmarks.harness import report, study as studies
+    from benchmarks.harness.registry import METHODS
+
+    study, args = parse_args(argv)
+    if args.render:
+        return render_file(study, args.render)
+    overrides = {name: getattr(args, name) for name in study.options}
+    profile = study.profile(args.profile, seeds=args.seeds, datasets=args.datasets,
+                            **overrides)
+    methods = args.methods or list(study.default_methods or study.methods)
+    if args.no_peers:
+        methods = [name for name in methods if name not in METHODS or METHODS[name].amortized]
+    out = args.out or report.RESULTS_DIR / f"{study.name}_{profile.name}.json"
+    machine = report.machine_info(args.device, args.threads)
+    kept = report.load_study_results(out, study)[0] if args.merge and out.exists() else []
+    order = study.datasets(study.profile(args.profile))
+    start = time.perf_counter()
+
+    def save(records):
+        machine["wall_s"] = round(time.perf_counter() - start, 1)
+        report.save_results(out, studies.merge(kept, records, order), machine, profile,
+                            study=study.name)
+
+    def log(line):
+        print(f"[{time.perf_counter() - start:7.1f} s] {line}", file=sys.stderr, flush=True)
+
+    records = studies.run(study, profile, methods=methods, device=args.device,
+                          threads=args.threads, on_record=save, log=log)
+    save(records)
+    records = studies.merge(kept, records, order)
+    table = report.render(study, records, machine, profile)
+    out.with_suffix(".rst").write_text(table, encoding="utf-8")
+    if getattr(args, "update_readme", False):
+        report.update_readme(README, table, *study.readme)
+    print(table)
+    for r in records:
+        if r["metric"] == "error":
+            log(f"failed {r['dataset']} / {r['method']}: {r['error']}")
+    return records
+
+
+def render_file(study, path):
+    from benchmarks.harness import report
+
+    text = report.render(study, *report.load_study_results(path, study))
+    print(text)
+    return text
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,188 @@
+"""Transform throughput on a local Dask cluster against the in-memory transform, and
+KernelSHAP distributed the same way (the study ``bench.py cluster``).
+
+One L2X explainer (k=4, orange-skin rows of 10 features, an MLP black box) is fitted once;
+then rows per second of
+
+- ``explainer.transform`` in this process (one torch thread),
+- ``sk_sointer.parallel.dask_transform`` on a ``distributed.LocalCluster`` of 1, 2, ...
+  worker processes with one thread each, the rows already on the workers (persisted) and
+  the masks left there (persisted, as a job writing them out would), the explainer
+  scattered once,
+- shap's KernelExplainer mapped over the same kind of cluster (``map_blocks``, one
+  explainer per block), on a few rows,
+
+with a check that the cluster's masks equal the in-memory ones on every row.
+"""
+
+import importlib.util
+import time
+import warnings
+from contextlib import contextmanager
+from types import SimpleNamespace
+
+import numpy as np
+
+from ..harness.study import Metric, Study, Table, records_of
+
+PROFILES = {
+    "fast": dict(n_rows=100_000, workers=(1, 2), shap_rows=4, repeats=2),
+    "full": dict(n_rows=1_000_000, workers=(1, 2), shap_rows=16, repeats=3),
+}
+ENGINES = {"in_memory": "in memory", "dask_transform": "dask_transform",
+           "kernel_shap_dask": "KernelSHAP on dask"}
+
+
+def _fitted():
+    import torch
+    from sklearn.neural_network import MLPClassifier
+
+    from sk_sointer import L2XExplainer
+    from sk_sointer.datasets import make_orange_skin
+
+    torch.set_num_threads(1)
+    X, y, _ = make_orange_skin(n_samples=5000, random_state=0)
+    model = MLPClassifier((100, 100), early_stopping=True, random_state=0).fit(X, y)
+    explainer = L2XExplainer(k=4, max_epochs=20, random_state=0).fit(X, black_box=model)
+    return X, model, explainer
+
+
+def _kernel_shap_block(block, model, background):
+    import shap
+
+    explainer = shap.KernelExplainer(model.predict_proba, background)
+    values = explainer.shap_values(block, silent=True)
+    return np.asarray(values)[..., 0].reshape(len(block), -1).astype(np.float32)
+
+
+def prepare(dataset, profile, device):
+    """The fitted explainer, the rows and the in-memory masks every engine must match."""
+    X_train, model, explainer = _fitted()
+    rows = np.random.default_rng(1).standard_normal((profile.n_rows, 10)).astype(np.float32)
+    return SimpleNamespace(X_train=X_train, model=model, explainer=explainer, rows=rows,
+                           expected=None, one_worker={})
+
+
+@contextmanager
+def _client(workers):
+    import distributed
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1,
+                                           processes=True, dashboard_address=None)
+        client = distributed.Client(cluster)
+    try:
+        client.wait_for_workers(workers)
+        yield client
+    finally:
+        client.close()
+        cluster.close()
+
+
+def _in_memory(data, profile):
+    seconds = []
+    for _ in range(profile.repeats):
+        start = time.perf_counter()
+        data.expected = data.explainer.transform(data.rows)
+        seconds.append(time.perf_counter() - start)
+    return {"rows": profile.n_rows, "seconds": min(seconds)}
+
+
+def _dask_transform(data, profile, workers):
+    import dask.array as da
+    import distributed
+
+    from sk_sointer.parallel import dask_transform
+
+    if data.expected is None:
+        data.expected = data.explainer.transform(data.rows)
+    with _client(workers) as client:
+        # Four blocks per worker: every worker busy, little scheduling overhead.
+        X = da.from_array(data.rows, chunks=(-(-profile.n_rows // (4 * workers)), 10))
+        X = client.persist(X)
+        distributed.wait(X)
+        seconds = []
+        for _ in range(profile.repeats):
+            start = time.perf_counter()
+            masks = client.persist(dask_transform(data.explainer, X, client=client))
+            distributed.wait(masks)
+            seconds.append(time.perf_counter() - start)
+        identical = bool(np.array_equal(client.compute(masks).result(), data.expected))
+    return {"rows": profile.n_rows, "seconds": min(seconds),
+            "identical_to_in_memory": identical}
+
+
+def _kernel_shap(data, profile, workers):
+    import dask.array as da
+    import shap
+
+    background = shap.kmeans(data.X_train, 10)
+    with _client(workers):
+        few = da.from_array(data.rows[: profile.shap_rows],
+                            chunks=(max(1, profile.shap_rows // workers), 10))
+        seconds = []
+        for _ in range(2):  # the first run imports shap in the workers
+            start = time.perf_counter()
+            few.map_blocks(_kernel_shap_block, data.model, background,
+                           dtype=np.float32).compute()
+            seconds.append(time.perf_counter() - start)
+    return {"rows": profile.shap_rows, "seconds": min(seconds)}
+
+
+def measure(data, dataset, engine, seed, profile, device, workers):
+    if engine == "in_memory":
+        values = _in_memory(data, profile)
+    elif engine == "dask_transform":
+        values = _dask_transform(data, profile, workers)
+    else:
+        values = _kernel_shap(data, profile, workers)
+    values["rows_per_s"] = values["rows"] / values["seconds"]
+    if workers == 1:
+        data.one_worker[engine] = values["rows_per_s"]
+    base = data.one_worker.get(engine)
+    values["speedup_vs_1_worker"] = None if base is None else values["rows_per_s"] / base
+    return values
+
+
+def cases(dataset, methods, profile):
+    """In memory once, then each engine on a cluster of each size, in the order asked
+    (KernelSHAP where shap is installed)."""
+    if importlib.util.find_spec("shap") is None:
+        methods = [engine for engine in methods if engine != "kernel_shap_dask"]
+    return [(engine, {"workers": 1}) for engine in methods if engine == "in_memory"] + [
+        (engine, {"workers": workers}) for workers in profile.workers for engine in methods
+        if engine != "in_memory"]
+
+
+def caption(records, machine, profile):
+    return (f"Transform throughput on a local Dask cluster ({profile.name} profile: "
+            f"{profile.n_rows:,} rows of 10 features; {machine.get('cpu_count')} cores, "
+            f"{machine.get('cpu')}; one torch thread per worker process).")
+
+
+def legacy(record):
+    """Long records of a record of the former ``scale_cluster_<profile>.json``."""
+    engine = {label: name for name, label in ENGINES.items()}[record["engine"]]
+    values = {key: value for key, value in record.items() if key not in ("engine", "workers")}
+    return records_of(STUDY, "orange_skin", engine, None, values, workers=record["workers"])
+
+
+STUDY = Study(
+    name="cluster",
+    profiles=PROFILES,
+    datasets=lambda profile: ["orange_skin"],
+    methods=tuple(ENGINES),
+    cases=cases,
+    prepare=prepare,
+    measure=measure,
+    metrics={"rows": Metric("Rows", fmt=",.0f"), "seconds": Metric("Seconds"),
+             "rows_per_s": Metric("Rows / s", fmt=",.0f"),
+             "speedup_vs_1_worker": Metric("vs 1 worker", fmt=".2f")},
+    tables=(Table("Rows per second by engine and workers",
+                  ("rows", "rows_per_s", "speedup_vs_1_worker"), rows=("method", "workers"),
+                  labels={"method": "Engine", "workers": "Workers"}),),
+    caption=caption,
+    labels=ENGINES,
+    legacy=legacy,
+)

