@@ -17,6 +17,23 @@ CPU_INFERENCE_CHUNK = 2_048
 CPU_INFERENCE_VALUES = 1 << 21
 
 
+class PortableNet:
+    """Mixed into the package's skorch nets, before ``NeuralNet``: a net pickled on a CUDA
+    machine unpickles on one without CUDA onto the CPU, silently.
+
+    skorch does the same move but warns twice (loading to the CPU, then resetting
+    ``device``); the explainers promise that a model trained on a GPU serves anywhere, so
+    there is nothing for the user to act on.
+    """
+
+    def __setstate__(self, state):
+        device = state.get("device")
+        if device is not None and torch.device(device).type == "cuda" \
+                and not torch.cuda.is_available():
+            state["device"] = "cpu"
+        super().__setstate__(state)
+
+
 def inference_chunk(device, n_columns):
     """Rows per chunk at explanation time on ``device`` for rows of ``n_columns`` values."""
     if device.type != "cpu":

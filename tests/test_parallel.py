@@ -20,6 +20,17 @@ def fitted():
     return explainer, rows
 
 
+def assert_same_scores(actual, explainer, rows):
+    """Scores of other chunkings are bit-equal on a CPU; CUDA's kernels promise no exact
+    equality across batch shapes, so there they are compared to float32 precision (the masks
+    stay exact everywhere)."""
+    desired = explainer.explain(rows)
+    if explainer._inference_device().type == "cpu":
+        np.testing.assert_array_equal(actual, desired)
+    else:
+        np.testing.assert_allclose(actual, desired, rtol=1e-5, atol=1e-6)
+
+
 def test_dask_array_masks_and_scores_match_in_memory_with_the_local_scheduler(fitted):
     da = pytest.importorskip("dask.array")
     explainer, rows = fitted
@@ -29,7 +40,7 @@ def test_dask_array_masks_and_scores_match_in_memory_with_the_local_scheduler(fi
     assert masks.dtype == np.float32
     np.testing.assert_array_equal(masks, explainer.transform(rows))
     scores = dask_transform(explainer, da.from_array(rows, chunks=3000), method="explain")
-    np.testing.assert_array_equal(scores.compute(scheduler="sync"), explainer.explain(rows))
+    assert_same_scores(scores.compute(scheduler="sync"), explainer, rows)
 
 
 def test_dask_dataframe_keeps_index_and_columns(fitted):
@@ -120,7 +131,7 @@ def test_spark_predict_fn_loads_once_and_explains_batches(fitted, tmp_path):
     expected = explainer.transform(rows[:300].astype(np.float64))
     np.testing.assert_array_equal(predict(rows[:300].astype(np.float64)), expected)
     scores = spark_predict_fn(path, method="explain")()(rows[:300])
-    np.testing.assert_array_equal(scores, explainer.explain(rows[:300]))
+    assert_same_scores(scores, explainer, rows[:300])
     with pytest.raises(FileNotFoundError, match="addFile"):
         spark_predict_fn(tmp_path / "missing.safetensors")()
 

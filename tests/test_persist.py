@@ -307,6 +307,30 @@ def test_model_trained_on_cuda_loads_on_a_machine_without_it(data, tmp_path):
     np.testing.assert_array_equal(on_gpu.explain(X), expl.explain(X))
 
 
+@pytest.mark.parametrize("estimator", ["l2x", "sointer"])
+def test_a_pickle_from_a_cuda_machine_unpickles_on_the_cpu_silently(estimator, data,
+                                                                    monkeypatch):
+    """skorch would warn twice (loading to the CPU, then resetting ``device``); the nets of
+    the explainers and of the energy network move to the CPU without a word."""
+    X, outputs, models, _ = data
+    if estimator == "l2x":
+        fitted = L2XExplainer(k=2, **FAST).fit(X, outputs["classification"])
+        nets = [fitted.net_]
+    else:
+        fitted = SOInterExplainer(target=0, k=2, energy=EnergyNet(max_epochs=2),
+                                  energy_masks=1, **FAST).fit(X, models["multilabel"])
+        nets = [fitted.net_, fitted.energy_net_.net_]
+    for net in nets:  # as if trained on a GPU: the device a CUDA fit records
+        net.device = "cuda"
+    blob = pickle.dumps(fitted)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loaded = pickle.loads(blob)
+    np.testing.assert_array_equal(loaded.transform(X), fitted.transform(X))
+    assert loaded.net_.device == "cpu"
+
+
 # The file
 # --------
 

@@ -34,6 +34,7 @@ from skorch.dataset import unpack_data
 from skorch.utils import to_tensor
 
 from .._networks import EnergyMLP, build_network
+from .._utils import PortableNet
 from ._net import index_batches
 
 
@@ -256,7 +257,7 @@ class EnergyNet(BaseEstimator):
 
 
 
-class EnergyModel(NeuralNet):
+class EnergyModel(PortableNet, NeuralNet):
     """The skorch net of an :class:`EnergyNet`: the energy network (``module_``), its
     training losses and its inference over configurations.
 

@@ -35,12 +35,12 @@ from torch.utils.data import Subset
 
 from .._networks import build_network
 from .._outputs import OutputLoss, output_values
-from .._utils import in_chunks
+from .._utils import PortableNet, in_chunks
 from .._topk import topk_mask
 from ..distributions import GumbelTopK
 
 
-class SelectorJudgeNet(NeuralNet):
+class SelectorJudgeNet(PortableNet, NeuralNet):
     """Base skorch net: a selector (``module_``) and the judges of its masks.
 
     Parameters
