@@ -25,7 +25,6 @@ import os
 FAST = os.environ.get("SK_SOINTER_FAST_EXAMPLES") == "1"
 
 import matplotlib.pyplot as plt
-import numpy as np
 import torch
 from sklearn.neural_network import MLPClassifier
 
