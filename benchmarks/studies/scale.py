@@ -42,7 +42,7 @@ from ..harness import report
 from ..harness.anchor import ANCHORS
 from ..harness.data import N_RELEVANT, DatasetSpec, make_rows
 from ..harness.registry import METHODS, method_names
-from ..harness.study import Metric, Study, Table, records_of
+from ..harness.study import Metric, Study, Table, legacy_seeds
 from ..harness.timing import best_times, sync
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -133,11 +133,16 @@ def prepare(dataset, profile, device):
 
 
 def _available_memory():
+    return _proc_bytes("/proc/meminfo", "MemAvailable")
+
+
+def _proc_bytes(path, field):
+    """A ``kB`` field of a ``/proc`` file in bytes; None where there is none."""
     try:
-        with open("/proc/meminfo", encoding="ascii") as meminfo:
-            return next(int(line.split()[1]) * 1024 for line in meminfo
-                        if line.startswith("MemAvailable:"))
-    except (OSError, StopIteration):
+        with open(path, encoding="ascii") as lines:
+            return next((int(line.split()[1]) * 1024 for line in lines
+                         if line.startswith(field + ":")), None)
+    except OSError:
         return None
 
 
@@ -147,17 +152,16 @@ _WARMED = set()
 def measure(data, dataset, name, seed, profile, device, n_rows, n_features, k):
     """Fit and anchor, transform and forward pass, and the peak memory of ``transform``."""
     method, (X, outputs) = METHODS[name], data
+    epochs = budget(profile, method, n_rows)
     if (name, device.type) not in _WARMED:
         # The first fit of a process pays one-time costs (lazy imports, kernel selection)
         # that are no one's overhead: fit the package and the anchor on a few rows first.
         few = slice(0, min(len(X), 512))
-        warm = method.estimator(k=k, random_state=0, device=str(device), max_epochs=2)
-        warm.set_params(**({"predictor_epochs": 1} if "predictor_epochs" in
-                           warm.get_params() else {}))
-        warm.fit(X[few], outputs[few]).transform(X[few])
-        ANCHORS[name](warm, X[few], outputs[few], device)
+        warm = method.estimator(k=k, random_state=0, device=str(device), **{
+            key: 2 if key == "max_epochs" else 1 for key in epochs})
+        ANCHORS[name](warm.fit(X[few], outputs[few]), X[few], outputs[few], device)
+        warm.transform(X[few])
         _WARMED.add((name, device.type))
-    epochs = budget(profile, method, n_rows)
     explainer = method.estimator(k=k, random_state=0, device=str(device), **epochs)
     values = {"device": device.type, "budget": epochs,
               **_time_fit(name, explainer, X, outputs, device, profile.fit_repeats),
@@ -165,6 +169,8 @@ def measure(data, dataset, name, seed, profile, device, n_rows, n_features, k):
               "input_bytes": X.nbytes, "output_bytes": X.nbytes}  # a mask value a feature
     values["steps"] = _steps(values["n_steps"], epochs)
     values["in_out_bytes"] = values["input_bytes"] + values["output_bytes"]
+    if device.type == "cuda":  # the memory process's copy of the rows needs the room
+        torch.cuda.empty_cache()
     memory = _memory_process(explainer, n_rows, n_features)
     if "error" in memory:
         return {**values, "memory_error": memory["error"]}
@@ -289,16 +295,15 @@ def peak_memory(explainer, X):
         torch.cuda.reset_peak_memory_stats(device)
         device_before = torch.cuda.memory_allocated(device)
     extra, reset = _rise(lambda: explainer.transform(X))
-    device_peak = torch.cuda.max_memory_allocated(device) - device_before if cuda else None
-    if not reset:  # a second peak in the same process needs the reset
-        return {"extra_bytes": extra, "device_peak_bytes": device_peak,
-                "memory_method": MAXRSS_METHOD, "forward_extra_bytes": None}
-    # The smaller of two calls each: a first call can still grow the allocator's pools
-    # (a few MB, which matter on small tables only).
-    return {"extra_bytes": min(extra, _rise(lambda: explainer.transform(X))[0]),
-            "device_peak_bytes": device_peak,
-            "memory_method": RESET_METHOD + ", smaller of two calls",
-            "forward_extra_bytes": min(_rise(forward)[0], _rise(forward)[0])}
+    out = {"extra_bytes": extra, "forward_extra_bytes": None, "memory_method": MAXRSS_METHOD,
+           "device_peak_bytes": torch.cuda.max_memory_allocated(device) - device_before
+           if cuda else None}
+    if reset:  # a second peak in the same process needs the reset. The smaller of two
+        # calls each: a first call can still grow the allocator's pools (a few MB).
+        out.update(extra_bytes=min(extra, _rise(lambda: explainer.transform(X))[0]),
+                   memory_method=RESET_METHOD + ", smaller of two calls",
+                   forward_extra_bytes=min(_rise(forward)[0], _rise(forward)[0]))
+    return out
 
 
 def _rise(func):
@@ -309,29 +314,19 @@ def _rise(func):
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):  # not glibc: freed memory may be reused unseen
         pass
-    before = _status_bytes("VmRSS")
+    before = _proc_bytes("/proc/self/status", "VmRSS")
     if before is None:
         raise RuntimeError("Measuring the peak memory needs Linux's /proc/self/status.")
     try:
         with open("/proc/self/clear_refs", "w", encoding="ascii") as clear_refs:
             clear_refs.write("5")
-        reset = _status_bytes("VmHWM") is not None
+        reset = _proc_bytes("/proc/self/status", "VmHWM") is not None
     except OSError:
         reset = False
     func()
-    peak = (_status_bytes("VmHWM") if reset
+    peak = (_proc_bytes("/proc/self/status", "VmHWM") if reset
             else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)  # kB on Linux
     return max(peak - before, 0), reset
-
-
-def _status_bytes(field):
-    """A ``kB`` field of ``/proc/self/status`` in bytes; None where there is none."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            return next((int(line.split()[1]) * 1024 for line in status
-                         if line.startswith(field + ":")), None)
-    except OSError:
-        return None
 
 
 # The per-row peers, from the synthetic study
@@ -445,24 +440,15 @@ def notes(records, machine, profile):
         [[label, f"{ms:.3g}", f"{ms * 1e6 / 1e3 / 3600:.3g}"] for label, ms in rows])]
 
 
-_NOT_RECORDED = {"profile", "method", "method_label", "skipped", "error", "traceback"}
-
-
 def legacy(record):
     """Long records of a record of the former ``scale_<profile>_<device>.json``."""
-    n_rows, n_features = record["n_rows"], record["n_features"]
-    dataset = f"{n_rows}x{n_features}"
-    context = {"n_rows": n_rows, "n_features": n_features, "k": record["k"]}
-    if record["skipped"] or record["error"]:
-        return [{"study": "scale", "dataset": dataset, "method": record["method"],
-                 "seed": None, "metric": "error", "value": None, "unit": "", **context,
-                 "error": record["skipped"] or record["error"],
-                 "traceback": record["traceback"]}]
-    values = {key: value for key, value in record.items()
-              if key not in _NOT_RECORDED and key not in context}
-    values.update(steps=_steps(record["n_steps"], record["budget"]),
-                  in_out_bytes=record["input_bytes"] + record["output_bytes"])
-    return records_of(STUDY, dataset, record["method"], None, values, **context)
+    done = not (record["skipped"] or record["error"])
+    return legacy_seeds(STUDY, {
+        **record, "dataset": f"{record['n_rows']}x{record['n_features']}",
+        "error": record["skipped"] or record["error"],
+        **({"steps": _steps(record["n_steps"], record["budget"]),
+            "in_out_bytes": record["input_bytes"] + record["output_bytes"]} if done else {})},
+        context_keys=("n_rows", "n_features", "k"))
 
 
 def _at_least(smallest):
@@ -502,10 +488,7 @@ STUDY = Study(
              "copy_forward_s": _MS, "gpu_ratio": _RATIO, "memory_ratio": _RATIO,
              **{name: _MB for name in ("peak_bytes", "in_out_bytes", "forward_peak_bytes",
                                        "device_peak_bytes", "input_bytes", "output_bytes",
-                                       "extra_bytes")},
-             "fit_loss": Metric("Fit loss"), "anchor_loss": Metric("Anchor loss"),
-             "n_steps": Metric("Steps", fmt=",.0f"),
-             "anchor_n_steps": Metric("Anchor steps", fmt=",.0f")},
+                                       "extra_bytes")}},
     tables=(Table(_TITLE, (*_COLUMNS, *_MEMORY), rows=_ROWS, labels=_LABELS,
                   where=lambda r: r.get("device") != "cuda"),
             Table(_TITLE, (*_COLUMNS, "copy_forward_s", "gpu_ratio", *_MEMORY,
