@@ -4,8 +4,9 @@
     python benchmarks/bench.py STUDY --profile full    # the README's numbers
     python benchmarks/bench.py STUDY --render benchmarks/results/STUDY_full.json
 
-Writes ``benchmarks/results/<study>_<profile>.json`` (machine, profile and the long records,
-saved after every measurement) and the RST tables next to it. ``--render`` runs nothing: it
+Writes ``benchmarks/results/<study>_<profile>.json`` (the scale study's name also holds the
+device: ``scale_<profile>_<device>.json``): machine, profile and the long records, saved
+after every measurement, and the RST tables next to it. ``--render`` runs nothing: it
 draws the tables of a results file, also one in a study's former wide format.
 """
 
@@ -25,7 +26,7 @@ from pathlib import Path  # noqa: E402
 if not __package__:  # run as a script: import the benchmarks package from the checkout
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-STUDIES = ("synthetic", "hardkuma", "images", "meed", "text", "structured", "cluster")
+STUDIES = ("synthetic", "hardkuma", "images", "meed", "text", "structured", "cluster", "scale")
 README = Path(__file__).resolve().parents[1] / "README.rst"
 
 
@@ -52,7 +53,8 @@ def parse_args(argv=None):
     parser.add_argument("--seeds", type=int, default=None,
                         help="seeds of our explainers instead of the profile's")
     parser.add_argument("--out", type=Path, default=None,
-                        help="JSON file (default: benchmarks/results/<study>_<profile>.json)")
+                        help="JSON file (default: benchmarks/results/<study>_<profile>.json, "
+                        "scale_<profile>_<device>.json for the scale study)")
     parser.add_argument("--merge", action="store_true",
                         help="keep the records of --out that this run does not redo (same "
                         "data set and method), so a partial rerun updates a full table")
@@ -80,8 +82,9 @@ def main(argv=None):
     methods = args.methods or list(study.default_methods or study.methods)
     if args.no_peers:
         methods = [name for name in methods if name not in METHODS or METHODS[name].amortized]
-    out = args.out or report.RESULTS_DIR / f"{study.name}_{profile.name}.json"
     machine = report.machine_info(args.device, args.threads)
+    out = args.out or report.RESULTS_DIR / (study.results_name.format(
+        study=study.name, profile=profile.name, device=machine["device"]) + ".json")
     kept = report.load_study_results(out, study)[0] if args.merge and out.exists() else []
     order = study.datasets(study.profile(args.profile))
     start = time.perf_counter()

@@ -1,4 +1,4 @@
-"""The scale benchmark on a tiny grid, its anchors against the package, and its reports.
+"""The scale study on a tiny grid, its anchors against the package, and its reports.
 
 Timings are only checked to be positive and finite: their values depend on the machine.
 """
@@ -10,8 +10,11 @@ import numpy as np
 import pytest
 import torch
 
-from benchmarks import bench_scale
-from benchmarks.harness import anchor, registry, report, scale
+from benchmarks import bench
+from benchmarks.harness import anchor, registry, report
+from benchmarks.harness.data import make_rows
+from benchmarks.harness.study import Profile, run, summarize
+from benchmarks.studies import scale
 from sk_sointer import L2XExplainer, RealXExplainer
 
 
@@ -23,38 +26,42 @@ def _positive(value):
 def tiny_run(tmp_path_factory):
     """The fast profile's budget (2 epochs) on one table of 600 rows and 6 features."""
     out = tmp_path_factory.mktemp("scale") / "scale.json"
-    bench_scale.main(["--profile", "fast", "--device", "cpu", "--rows", "600",
-                      "--widths", "6", "--out", str(out)])
+    bench.main(["scale", "--profile", "fast", "--device", "cpu", "--rows", "600",
+                "--widths", "6", "--out", str(out)])
     return out, json.loads(out.read_text(encoding="utf-8"))
 
 
 def test_the_tiny_grid_records_finite_positive_timings_and_ratios(tiny_run):
     out, payload = tiny_run
     records = payload["records"]
-    # Methods without a plain-loop anchor in harness/anchor.py (MEED) are skipped.
-    assert [r["method"] for r in records] == [
+    by_method = {method: values for (dataset, method), values in summarize(records).items()}
+    # Methods without a plain-loop anchor in harness/anchor.py (MEED) are not run.
+    assert list(by_method) == [
         name for name in registry.method_names(amortized=True) if name in anchor.ANCHORS]
     for r in records:
-        assert r["error"] is None, r["traceback"]
-        assert r["memory_error"] is None, r["memory_error"]
-        assert (r["n_rows"], r["n_features"], r["device"], r["k"]) == (600, 6, "cpu", 4)
+        assert r["metric"] != "error", r["traceback"]
+        assert r.get("memory_error") is None, r["memory_error"]
+        assert (r["dataset"], r["n_rows"], r["n_features"], r["device"], r["k"]) == (
+            "600x6", 600, 6, "cpu", 4)
         assert r["budget"]["max_epochs"] == 2
+    for values in by_method.values():
         # The anchor takes exactly the package's optimisation steps.
-        assert r["n_steps"] == r["anchor_n_steps"] > 0
+        assert values["n_steps"] == values["anchor_n_steps"] > 0
         for name in ("fit_s", "anchor_fit_s", "fit_ratio", "transform_s", "forward_s",
                      "throughput_ratio", "input_bytes", "output_bytes", "peak_bytes",
                      "memory_ratio", "forward_peak_bytes", "fit_loss", "anchor_loss"):
-            assert _positive(r[name]), name
-        assert r["input_bytes"] == 600 * 6 * 4
-        assert r["peak_bytes"] >= r["input_bytes"]
-        assert r["copy_forward_s"] is None and r["device_peak_bytes"] is None  # CPU run
+            assert _positive(values.get(name)), name
+        assert values["input_bytes"] == 600 * 6 * 4
+        assert values["peak_bytes"] >= values["input_bytes"]
+        # A CPU run: no copy-in/forward/copy-out nor device memory.
+        assert "copy_forward_s" not in values and "device_peak_bytes" not in values
     assert payload["machine"]["device"] == "cpu"
     assert payload["profile"]["name"] == "fast"
     assert "Fit and transform against table size" in out.with_suffix(".rst").read_text()
 
 
 def _l2x_data():
-    X, outputs = scale.make_rows(2000, 8, seed=3)
+    X, outputs = make_rows(2000, 8, seed=3)
     return X, outputs
 
 
@@ -78,7 +85,7 @@ def test_the_l2x_anchor_reaches_the_package_loss():
                            random_state=0),
 ], ids=["L2X", "REAL-X"])
 def test_an_anchor_trains_the_package_networks_from_the_same_weights(make):
-    X, outputs = scale.make_rows(300, 6)
+    X, outputs = make_rows(300, 6)
     explainer = make().set_params(device="cpu").fit(X, outputs)
     fit = anchor.ANCHORS[{"L2XExplainer": "l2x", "RealXExplainer": "realx"}[
         type(explainer).__name__]](explainer, X, outputs, "cpu")
@@ -94,22 +101,37 @@ def test_an_anchor_trains_the_package_networks_from_the_same_weights(make):
             torch.testing.assert_close(ours[key], value, atol=1e-6, rtol=0)
 
 
+def test_the_anchors_import_public_names_of_sk_sointer_only():
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse(Path(anchor.__file__).read_text(encoding="utf-8"))
+    modules = [node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
+    modules += [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                for alias in node.names]
+    ours = [name for name in modules if name and name.split(".")[0] == "sk_sointer"]
+    assert ours and not [name for name in ours if "._" in name or name.startswith("_")]
+
+
 def test_full_budget_keeps_the_steps_about_constant():
-    full = scale.PROFILES["full"]
+    full = scale.STUDY.profile("full")
     l2x, realx = registry.METHODS["l2x"], registry.METHODS["realx"]
-    assert full.budget(l2x, 10_000) == {"max_epochs": 100}
-    assert full.budget(l2x, 100_000) == {"max_epochs": 10}
-    assert full.budget(l2x, 1_000_000) == {"max_epochs": 1}
-    assert full.budget(realx, 10_000) == {"max_epochs": 160, "predictor_epochs": 100}
-    assert full.budget(realx, 100_000) == {"max_epochs": 16, "predictor_epochs": 10}
-    assert full.budget(realx, 1_000_000) == {"max_epochs": 2, "predictor_epochs": 1}
+    assert scale.budget(full, l2x, 10_000) == {"max_epochs": 100}
+    assert scale.budget(full, l2x, 100_000) == {"max_epochs": 10}
+    assert scale.budget(full, l2x, 1_000_000) == {"max_epochs": 1}
+    assert scale.budget(full, realx, 10_000) == {"max_epochs": 160, "predictor_epochs": 100}
+    assert scale.budget(full, realx, 100_000) == {"max_epochs": 16, "predictor_epochs": 10}
+    assert scale.budget(full, realx, 1_000_000) == {"max_epochs": 2, "predictor_epochs": 1}
 
 
 def test_a_table_too_large_for_memory_is_skipped(monkeypatch):
     monkeypatch.setattr(scale, "_available_memory", lambda: 1024)
-    records = scale.run_scale("fast", rows=[600], widths=[6], device="cpu")
-    assert all(r["skipped"] and "GiB" in r["skipped"] for r in records)
-    text = scale.render_rst(records, report.machine_info("cpu"), "fast")
+    profile = scale.STUDY.profile("fast", rows=[600], widths=[6])
+    records = run(scale.STUDY, profile, device="cpu")
+    assert [r["method"] for r in records] == list(scale.STUDY.methods)
+    assert all(r["metric"] == "error" and "skipped" in r["error"] and "GiB" in r["error"]
+               for r in records)
+    text = report.render(scale.STUDY, records, report.machine_info("cpu"), profile)
     assert text.count("skipped") >= len(records)
 
 
@@ -138,13 +160,18 @@ def _n_columns(table):
 def test_rendering_gives_one_row_per_record_and_the_peers(tiny_run):
     _, payload = tiny_run
     records, machine = payload["records"], payload["machine"]
+    profile = Profile(payload["profile"])
+    # The run kept the peers' costs it read from the synthetic results in its profile.
     peers = scale.peer_costs()
-    text = scale.render_rst(records, machine, "fast", peers)
+    assert profile.peers == json.loads(json.dumps(peers))
+    text = report.render(scale.STUDY, records, machine, profile)
     table = _table_lines(text, "Fit and transform against table size")
     assert _n_columns(table) == 14
     header_end = next(i for i, line in enumerate(table) if line.startswith("   +="))
-    assert sum(line.startswith("   +-") for line in table[header_end:]) == len(records)
-    assert scale._ratio(records[0]["fit_ratio"]) in table[header_end + 1]
+    measured = summarize(records)
+    assert sum(line.startswith("   +-") for line in table[header_end:]) == len(measured)
+    first = next(iter(measured.values()))
+    assert scale._ratio(first["fit_ratio"]) in table[header_end + 1]
     peer_table = _table_lines(text, "Per-row peers (from the synthetic benchmark)")
     assert "from the synthetic benchmark" in text
     for peer in peers["methods"]:
@@ -152,22 +179,33 @@ def test_rendering_gives_one_row_per_record_and_the_peers(tiny_run):
     assert any("``transform`` (this run, 600 x 6)" in line for line in peer_table)
 
     # On CUDA the table gains the copy-in/forward/copy-out and device-memory columns.
-    cuda_records = [{**r, "device": "cuda", "copy_forward_s": 2 * r["forward_s"],
-                     "gpu_ratio": 0.5, "device_peak_bytes": 1e6} for r in records]
+    cuda_records = [{**r, "device": "cuda"} for r in records]
+    for r in [r for r in cuda_records if r["metric"] == "forward_s"]:
+        cuda_records += [{**r, "metric": "copy_forward_s", "value": 2 * r["value"]},
+                         {**r, "metric": "gpu_ratio", "value": 0.5},
+                         {**r, "metric": "device_peak_bytes", "value": 1e6}]
     cuda_machine = {**machine, "device": "cuda", "gpu": "Some GPU"}
-    cuda_text = scale.render_rst(cuda_records, cuda_machine, "fast")
+    no_peers = profile.replace(peers=None, peers_from="no/such/file.json")
+    cuda_text = report.render(scale.STUDY, cuda_records, cuda_machine, no_peers)
     assert _n_columns(_table_lines(cuda_text, "Fit and transform against table size")) == 17
     assert "Some GPU (CUDA)" in cuda_text and "Per-row peers" not in cuda_text
 
 
 def test_peer_costs_come_from_the_synthetic_results():
     peers = scale.peer_costs()
-    payload = json.loads(scale.SYNTHETIC_RESULTS.read_text(encoding="utf-8"))
+    path = scale.ROOT / scale.SYNTHETIC_RESULTS
+    payload = json.loads(path.read_text(encoding="utf-8"))
     lime = [r["explain_ms_per_row"] for r in payload["records"] if r["method"] == "lime"]
     by_method = {peer["method"]: peer for peer in peers["methods"]}
     assert set(by_method) == set(registry.method_names(amortized=False))
     assert by_method["lime"]["ms_per_row"] == pytest.approx(np.median(lime))
     assert scale.peer_costs("no/such/file.json") is None
+
+
+def test_the_stored_cpu_results_render_to_the_readme_block():
+    text = bench.main(["scale", "--render", str(report.RESULTS_DIR / "scale_full_cpu.json")])
+    readme = (scale.ROOT / "README.rst").read_text(encoding="utf-8")
+    assert report.replace_between_markers(readme, text, *scale.STUDY.readme) == readme
 
 
 README = """Title
@@ -193,25 +231,30 @@ Tests.
 def test_readme_block_goes_at_the_end_of_benchmarks_then_is_replaced(tmp_path):
     path = tmp_path / "README.rst"
     path.write_text(README, encoding="utf-8")
-    scale.update_readme(path, "first table\n")
+    scale_readme = scale.STUDY.readme
+    report.update_readme(path, "first table\n", *scale_readme)
     inserted = path.read_text(encoding="utf-8")
     assert inserted == README.replace(
         "Run the harness.\n\n",
         "Run the harness.\n\n.. scale-table-start\n\nfirst table\n\n.. scale-table-end\n\n",
     )
-    scale.update_readme(path, "second table\n")
+    report.update_readme(path, "second table\n", *scale_readme)
     assert path.read_text(encoding="utf-8") == inserted.replace("first table", "second table")
-    scale.update_readme(path, "second table\n")
+    report.update_readme(path, "second table\n", *scale_readme)
     assert path.read_text(encoding="utf-8") == inserted.replace("first table", "second table")
+
+
+def _replace(text, block):
+    return report.replace_between_markers(text, block, *scale.STUDY.readme)
 
 
 def test_readme_block_needs_markers_or_a_benchmarks_section():
     with pytest.raises(ValueError, match="Benchmarks"):
-        scale.replace_or_insert_block("Title\n=====\n\nText.\n", "table")
+        _replace("Title\n=====\n\nText.\n", "table")
     with pytest.raises(ValueError, match="scale-table-end"):
-        scale.replace_or_insert_block(".. scale-table-start\n\nold\n", "table")
+        _replace(".. scale-table-start\n\nold\n", "table")
     # The last section of a file takes the block at the very end.
-    text = scale.replace_or_insert_block("Benchmarks\n----------\n\nRun.\n", "table\n")
+    text = _replace("Benchmarks\n----------\n\nRun.\n", "table\n")
     assert text == ("Benchmarks\n----------\n\nRun.\n\n.. scale-table-start\n\ntable\n\n"
                     ".. scale-table-end\n")
 
@@ -221,7 +264,7 @@ def test_cluster_part_checks_masks_and_reports_every_engine(tmp_path, monkeypatc
     from benchmarks import bench
     from benchmarks.studies import cluster
 
-    tiny = dict(n_rows=3000, workers=(1, 2), shap_rows=2, repeats=1)
+    tiny = {"n_rows": 3000, "workers": (1, 2), "shap_rows": 2, "repeats": 1}
     monkeypatch.setitem(cluster.PROFILES, "fast", tiny)
     out = tmp_path / "cluster.json"
     records = bench.main(["cluster", "--profile", "fast", "--out", str(out)])
@@ -234,7 +277,7 @@ def test_cluster_part_checks_masks_and_reports_every_engine(tmp_path, monkeypatc
     assert [r["workers"] for r in dask_runs] == [1, 2]
     assert all(r["identical_to_in_memory"] for r in dask_runs)
     assert all(_positive(r["value"]) for r in records if r["metric"] == "rows_per_s")
-    first = [r for r in records if r["method"] is not None][0]
+    first = next(r for r in records if r["method"] is not None)
     assert first["method"] == "in_memory"
     assert {r["metric"]: r["value"] for r in records
             if r["method"] == "in_memory"}["speedup_vs_1_worker"] == 1.0

@@ -10,6 +10,7 @@
 - :mod:`.data`: the synthetic data sets, their black box and EVAL-X evaluator;
   :mod:`.quality`: how masks are judged against the ground truth; :mod:`.timing`: timings.
 
-:mod:`.tables` and :mod:`.scale` are the studies not yet declared under
-``benchmarks/studies/`` (run by ``bench_tables.py`` and ``bench_scale.py``).
+:mod:`.anchor`: each amortized method's training as a plain torch loop (the scale study's
+reference). :mod:`.tables` is the study not yet declared under ``benchmarks/studies/`` (run
+by ``bench_tables.py``).
 """

@@ -1,31 +1,32 @@
 """The anchors: each method's training as a plain torch loop, to measure the package's cost.
 
 An anchor reads an *unfitted* explainer's parameters and trains the same networks (built by
-the explainer's own factories through :func:`~sk_sointer._networks.build_network`, seeded
-as ``fit`` seeds them, so they start from the same weights) with the same budget: epochs,
-batch size, optimizer class, learning rate and weight decay. Per step it does the method's
-arithmetic and nothing else: the rows and outputs are tensors resident on the device, a
-batch is a slice by a block of ``torch.randperm`` indices, and the loss is brought back to
-the host once per epoch. What ``fit`` adds on top (validation, the masker and output spec,
-skorch's loop, callbacks and history) is what the ratio of the two fit times shows.
+the explainer's own network factories, seeded as ``fit`` seeds them, so they start from the
+same weights) with the same budget: epochs, batch size, optimizer class, learning rate and
+weight decay. Per step it does the method's arithmetic and nothing else: the rows and
+outputs are tensors resident on the device, a batch is a slice by a block of
+``torch.randperm`` indices, and the loss is brought back to the host once per epoch. What
+``fit`` adds on top (validation, the masker and output spec, skorch's loop, callbacks and
+history) is what the ratio of the two fit times shows.
 
-Only what the scale benchmark runs is covered: outputs given as class probabilities (one
-categorical output), no feature groups, the default ``"mean"`` baseline and, for REAL-X,
-the default ``"sequential"`` schedule.
+It imports public names of sk_sointer only: the few lines of the package's training it
+repeats (the seeding, the soft-target cross-entropy, REAL-X's random masks and cosine
+learning-rate decay) are written out here, so that an anchor never calls the code it is
+measured against. Only what the scale study runs is covered: outputs given as class
+probabilities (one categorical output), no feature groups, the default ``"mean"`` baseline
+and, for REAL-X, the default ``"sequential"`` schedule.
 """
 
+import math
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+from sklearn.utils import check_random_state
 
-from sk_sointer._networks import build_network
-from sk_sointer._outputs import output_loss, spec_of
-from sk_sointer._utils import resolve_device, seeded
-from sk_sointer.base import _OPTIMIZERS
 from sk_sointer.distributions import RebarBernoulli, SubsetConcrete
-from sk_sointer.explainers._random_mask import cosine_factor, random_masks
 
 
 @dataclass
@@ -52,10 +53,10 @@ def fit_l2x(explainer, X, outputs, device):
     """L2X's training (eq. 6): one optimizer over selector and approximator, on masks drawn
     from the k-subset Concrete relaxation, with the soft-target cross-entropy."""
     params = _checked_params(explainer)
-    device = resolve_device(device)
+    device = torch.device(device)
     X_t, targets = _device_tensors(X, outputs, device)
     n_rows, n_features = X_t.shape
-    with seeded(params["random_state"], device):
+    with _seeded(params["random_state"], device):
         selector = _network(params["selector"], n_features, n_features, device)
         approximator = _network(params["approximator"], n_features, targets.shape[1], device)
         optimizer = _optimizer(params, [*selector.parameters(), *approximator.parameters()],
@@ -71,7 +72,7 @@ def fit_l2x(explainer, X, outputs, device):
                 x, target = X_t[index], targets[index]
                 mask = SubsetConcrete(tau, selector(x), k).rsample()
                 logits = approximator(baseline + mask * (x - baseline))
-                loss = -(target * F.log_softmax(logits, dim=1)).sum(dim=1).mean()
+                loss = _soft_cross_entropy(logits, target).mean()
                 optimizer.zero_grad()
                 loss.backward()
                 optimizer.step()
@@ -88,12 +89,11 @@ def fit_realx(explainer, X, outputs, device):
     if params["schedule"] != "sequential":
         raise ValueError(f"The REAL-X anchor runs the sequential schedule; got "
                          f"{params['schedule']!r}.")
-    device = resolve_device(device)
+    device = torch.device(device)
     X_t, targets = _device_tensors(X, outputs, device)
     n_rows, n_features = X_t.shape
-    spec = spec_of(["categorical"], [targets.shape[1]])
     append_mask = params["append_mask"]
-    with seeded(params["random_state"], device):
+    with _seeded(params["random_state"], device):
         selector = _network(params["selector"], n_features, n_features, device)
         predictor = _network(params["predictor"], n_features * (2 if append_mask else 1),
                              targets.shape[1], device)
@@ -114,12 +114,14 @@ def fit_realx(explainer, X, outputs, device):
             total = torch.zeros((), device=device)
             if epoch <= n_predictor_epochs:
                 for group in predictor_optimizer.param_groups:
-                    group["lr"] = params["lr"] * cosine_factor(epoch, n_predictor_epochs)
+                    # The package's cosine decay from 1 at epoch 1 over the predictor epochs.
+                    group["lr"] = params["lr"] * 0.5 * (1.0 + math.cos(
+                        math.pi * min(epoch - 1, n_predictor_epochs) / n_predictor_epochs))
                 predictor.train()
                 for index in _batches(n_rows, params["batch_size"], device):
                     x, target = X_t[index], targets[index]
-                    masks = random_masks(len(index), n_features, device)
-                    loss = output_loss(judge(x, masks), target, spec)
+                    masks = (torch.rand(len(index), n_features, device=device) < 0.5).float()
+                    loss = _soft_cross_entropy(judge(x, masks), target).mean()
                     predictor_optimizer.zero_grad()
                     loss.backward()
                     predictor_optimizer.step()
@@ -137,8 +139,7 @@ def fit_realx(explainer, X, outputs, device):
                 selection = RebarBernoulli(tau, logits)
                 draw = selection.rebar_sample()  # eqs. 8-10
                 masks = torch.cat([draw.hard, draw.relaxed, draw.conditional])
-                log_lik = -output_loss(judge(x.repeat(3, 1), masks), target.repeat(3, 1), spec,
-                                       reduction="none")
+                log_lik = -_soft_cross_entropy(judge(x.repeat(3, 1), masks), target.repeat(3, 1))
                 f_hard, f_relaxed, f_conditional = log_lik.chunk(3)
                 sparsity = torch.sigmoid(logits).mean(dim=1)
                 surrogate = (  # eq. 11, with the sparsity penalty
@@ -180,13 +181,33 @@ def _device_tensors(X, outputs, device):
     return X_t, targets
 
 
+@contextmanager
+def _seeded(random_state, device):
+    """torch seeded as ``fit`` seeds it (an integer drawn from ``random_state``), the
+    caller's random state kept."""
+    seed = int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
+    with torch.random.fork_rng(devices=[device.index or 0] if device.type == "cuda" else []):
+        torch.manual_seed(seed)
+        yield
+
+
+def _soft_cross_entropy(logits, target):
+    """Per row ``-sum_c P(c | x) log q(c | .)``, the loss of one categorical output."""
+    return -(target * F.log_softmax(logits, dim=1)).sum(dim=1)
+
+
 def _network(factory, in_features, out_features, device):
-    return build_network(factory, in_features, out_features, (in_features,)).to(device)
+    # The package's tabular factories (MLP) take the two sizes.
+    return factory(in_features=in_features, out_features=out_features).to(device)
+
+
+_OPTIMIZERS = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW,
+               "rmsprop": torch.optim.RMSprop, "sgd": torch.optim.SGD}
 
 
 def _optimizer(params, parameters, **options):
     optimizer = params["optimizer"]
-    optimizer = _OPTIMIZERS.get(optimizer, optimizer) if isinstance(optimizer, str) else optimizer
+    optimizer = _OPTIMIZERS[optimizer] if isinstance(optimizer, str) else optimizer
     return optimizer(parameters, lr=params["lr"], **options)
 
 

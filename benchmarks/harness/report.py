@@ -144,10 +144,24 @@ def _grid_table(title, header, rows):
 _FAILED = "failed"
 
 
-def replace_between_markers(text, block, start_marker=README_START, end_marker=README_END):
-    """``text`` with the lines between the two marker lines replaced by ``block``."""
+def replace_between_markers(text, block, start_marker=README_START, end_marker=README_END,
+                            section=None):
+    """``text`` with the lines between the two marker lines replaced by ``block``. Where it
+    has no start marker and ``section`` is given, the markers and the block go at the end of
+    the section of that title (before the next title)."""
     lines = text.splitlines(keepends=True)
     stripped = [line.rstrip("\r\n") for line in lines]
+    if section is not None and start_marker not in stripped:
+        titles = [i for i in range(len(stripped) - 1) if _is_title(stripped, i)]
+        at = next((i for i in titles if stripped[i].strip() == section), None)
+        if at is None:
+            raise ValueError(f"The README has no {start_marker!r} marker and no {section!r} "
+                             "section to add it to.")
+        end = next((i for i in titles if i > at), len(lines))
+        rest = "".join(lines[end:])
+        text = ("".join(lines[:end]).rstrip("\n") + f"\n\n{start_marker}\n{end_marker}\n"
+                + ("\n" + rest if rest else ""))
+        return replace_between_markers(text, block, start_marker, end_marker)
     try:
         start = stripped.index(start_marker)
         end = stripped.index(end_marker, start + 1)
@@ -158,11 +172,19 @@ def replace_between_markers(text, block, start_marker=README_START, end_marker=R
     return "".join(lines[: start + 1]) + "\n" + block.rstrip("\n") + "\n\n" + "".join(lines[end:])
 
 
-def update_readme(path, block, start_marker=README_START, end_marker=README_END):
+def _is_title(lines, i):
+    """Whether line ``i`` is a section title: text underlined by one punctuation mark."""
+    title, under = lines[i], lines[i + 1]
+    return (bool(title.strip()) and not title.startswith(" ") and len(under) >= len(title)
+            and len(set(under)) == 1 and under[0] in "=-~^\"'`#*+")
+
+
+def update_readme(path, block, start_marker=README_START, end_marker=README_END,
+                  section=None):
     path = Path(path)
     path.write_text(replace_between_markers(path.read_text(encoding="utf-8"), block,
-                                            start_marker, end_marker), encoding="utf-8")
-
+                                            start_marker, end_marker, section),
+                    encoding="utf-8")
 
 
 # The one renderer of studies (harness/study.py)
@@ -180,7 +202,8 @@ def render(study, records, machine, profile):
     records, mean ± spread over seeds in every cell)."""
     lines = [*textwrap.wrap(study.caption(records, machine, profile), width=92), ""]
     for table in study.tables:
-        lines += [*_pivot(study, table, records, profile), ""]
+        pivot = _pivot(study, table, records, profile)
+        lines += [*pivot, ""] if pivot else []
     if study.notes is not None:
         lines += study.notes(records, machine, profile)
     return "\n".join(lines)
@@ -225,9 +248,8 @@ def _pivot(study, table, records, profile):
             row_means = [np.mean([r["value"] for r in by_column.get(column, [])
                                   if r["metric"] == metric and r["value"] is not None] or [np.nan])
                          for by_column in cells.values()]
-            means.append(_DASH if np.isnan(row_means).any() else format(
-                study.metrics[metric].scale * float(np.mean(row_means)),
-                study.metrics[metric].fmt))
+            means.append(_DASH if np.isnan(row_means).any() else _shown(
+                study.metrics[metric], float(np.mean(row_means))))
         body.append(["Mean", *[""] * (len(table.rows) - 1), *means])
     header = [table.labels.get(key, _ROW_HEADERS.get(key, key)) for key in table.rows]
     header += ([table.labels.get(metric, _metric_header(study, metric)) for metric in columns]
@@ -247,8 +269,7 @@ def _row_label(study, key, value):
     if value is None:
         return _DASH
     if key in study.metrics:
-        metric = study.metrics[key]
-        return format(metric.scale * value, metric.fmt)
+        return _shown(study.metrics[key], value)
     return str(value)
 
 
@@ -264,8 +285,15 @@ def _format_cell(study, records, name):
     if not values:
         return _DASH
     metric = study.metrics[name]
-    text = format(metric.scale * float(np.mean(values)), metric.fmt)
+    text = _shown(metric, float(np.mean(values)))
     if len(set(values)) > 1:
-        spread = _spread(values, study.spread)
-        text += " ± " + format(metric.scale * spread, metric.fmt.lstrip("+"))
+        text += " ± " + _shown(metric, _spread(values, study.spread), spread=True)
     return text
+
+
+def _shown(metric, value, spread=False):
+    """The text of a recorded ``value`` of ``metric`` (a spread has no sign)."""
+    value = metric.scale * value
+    if callable(metric.fmt):
+        return metric.fmt(value)
+    return format(value, metric.fmt.lstrip("+") if spread else metric.fmt)

@@ -47,12 +47,13 @@ class Profile(dict):
 @dataclass(frozen=True)
 class Metric:
     """How a metric is shown: its column label, unit, the factor from the recorded value to
-    the shown one and the format of the shown one."""
+    the shown one and the format of the shown one (a format spec, or a function of the shown
+    value that gives its text)."""
 
     label: str
     unit: str = ""
     scale: float = 1.0
-    fmt: str = ".3g"
+    fmt: object = ".3g"
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,10 @@ class Study:
     of the wide format this study wrote before into long records; ``spread`` is ``"sd"``
     (sample standard deviation), ``"std"`` (population) or ``"range"`` (max - min).
     ``default_methods`` run when none are asked for (default: all of ``methods``).
-    ``readme`` holds the lines that mark its table in README.rst. ``method_cell(record)``,
+    ``readme`` holds the lines that mark its table in README.rst (and optionally the title of
+    the section whose end takes them when the README has none).
+    ``results_name`` names its results file (without ``.json``), formatted with the
+    ``study``, the ``profile`` and the ``device`` it ran on. ``method_cell(record)``,
     if given, names a row's method from its first record.
     ``caption(records, machine, profile)`` gives the text above the tables, ``notes`` (same
     arguments) lines below them.
@@ -135,6 +139,7 @@ class Study:
     readme: tuple = None
     spread: str = "sd"
     notes: Callable = None
+    results_name: str = "{study}_{profile}"
 
     def profile(self, name, **overrides):
         return Profile({"name": name, **self.profiles[name],

@@ -1,0 +1,522 @@
+"""Fit and transform time and peak memory against rows and features, next to plain torch
+(the study ``bench.py scale``).
+
+Its data sets are table sizes (``"10000x10"``: N(0, 1) rows, the explainers given the
+probabilities of a label from four features, so no black box is trained at any size), its
+methods the amortized explainers that have an anchor (:mod:`..harness.anchor`: the same
+training as a plain torch loop). Per table size and method it records
+
+- fit: seconds of ``fit`` and of the anchor, taken in turns, their ratio (the package's
+  overhead), the steps and last-epoch losses of both;
+- transform: seconds of ``transform`` on every row (a host float32 array) against a bare
+  forward pass of the selector on a tensor already on the device, and on CUDA against
+  copying the rows in, the forward pass and copying the scores out;
+- memory: the host memory ``transform`` holds at its peak, measured in a fresh process
+  (``python -m benchmarks.studies.scale``, see :func:`peak_memory`), against its input and
+  output bytes; on CUDA also the device's peak.
+
+The per-row peers are not run: their cost per row is read from the synthetic study's
+results (``--peers-from``) into the profile, so that the results file keeps them.
+
+    python benchmarks/bench.py scale --profile fast --device cpu   # smoke run, seconds
+    python benchmarks/bench.py scale --profile full                 # 10k-1M rows, 10-1,000 features
+"""
+
+import argparse
+import ctypes
+import gc
+import json
+import os
+import pickle
+import resource
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..harness import report
+from ..harness.anchor import ANCHORS
+from ..harness.data import N_RELEVANT, DatasetSpec, make_rows
+from ..harness.registry import METHODS, method_names
+from ..harness.study import Metric, Study, Table, legacy_seeds
+from ..harness.timing import best_times, sync
+
+ROOT = Path(__file__).resolve().parents[2]
+SYNTHETIC_RESULTS = "benchmarks/results/synthetic_full.json"  # from the checkout's root
+
+# Host copies of the table that a size may hold at once, an estimate: the rows, Masker.fit's
+# float64 spread (two), the standardised rows, and transform's scores and masks (the memory
+# process's own rows and masks while this one holds its rows stay below the fit's peak). A
+# size that needs more than the free memory is skipped rather than sent into swap or the
+# OOM killer.
+HOST_COPIES = 6
+
+# What the registry's methods read to choose their k: the four relevant features.
+SCALE_DATA = DatasetSpec("scale", "N(0, 1) rows, a label from 4 features", make_rows, {},
+                         N_RELEVANT)
+
+# ``epochs`` overrides the explainers' epochs by registry ``params_key``; with
+# ``reference_rows`` the epochs are those of a table of that many rows, scaled down on
+# larger tables so that every fit takes about the same number of steps (:func:`budget`).
+PROFILES = {
+    "fast": {"rows": (10_000,), "widths": (10, 100), "reference_rows": None, "fit_repeats": 2,
+             "timing_repeats": 3, "peers_from": SYNTHETIC_RESULTS,
+             "epochs": {"l2x": {"max_epochs": 2},
+                        "realx": {"max_epochs": 2, "predictor_epochs": 1}}},
+    # The package's defaults on 10,000 rows (L2X: 1,000 steps of 1,000 rows; REAL-X: 160
+    # epochs of 256-row batches, 100 of them predictor-only), the same steps on larger ones.
+    "full": {"rows": (10_000, 100_000, 1_000_000), "widths": (10, 100, 1_000),
+             "reference_rows": 10_000, "fit_repeats": 1, "timing_repeats": 3, "epochs": {},
+             "peers_from": SYNTHETIC_RESULTS},
+}
+
+
+def budget(profile, method, n_rows):
+    """``max_epochs`` (and REAL-X's ``predictor_epochs``) of ``method`` on ``n_rows`` rows;
+    the anchor always gets the package's epochs."""
+    defaults = method.estimator().get_params()
+    epochs = {name: defaults[name] for name in ("max_epochs", "predictor_epochs")
+              if name in defaults}
+    epochs.update(profile.get("epochs", {}).get(method.params_key, {}))
+    reference = profile.get("reference_rows")
+    if reference and n_rows > reference:
+        factor = reference / n_rows
+        predictor = epochs.get("predictor_epochs")
+        if predictor is None:
+            epochs["max_epochs"] = max(1, round(epochs["max_epochs"] * factor))
+        else:
+            total = max(2, round(epochs["max_epochs"] * factor))
+            epochs.update(max_epochs=total,
+                          predictor_epochs=min(max(1, round(predictor * factor)), total - 1))
+    return epochs
+
+
+# The run
+# -------
+
+
+class TableTooLarge(Exception):
+    """A table size this machine's free memory cannot hold."""
+
+
+def datasets(profile):
+    return [f"{n_rows}x{n_features}" for n_rows in profile.rows for n_features in profile.widths]
+
+
+def _size(dataset):
+    return tuple(int(n) for n in dataset.split("x"))
+
+
+def cases(dataset, methods, profile):
+    n_rows, n_features = _size(dataset)
+    return [(name, {"n_rows": n_rows, "n_features": n_features,
+                    "k": METHODS[name].k_for(SCALE_DATA)}) for name in methods]
+
+
+def prepare(dataset, profile, device):
+    """The rows and outputs of a table size; the peers' costs go into the profile once."""
+    profile.setdefault("peers", peer_costs(profile.get("peers_from", SYNTHETIC_RESULTS)))
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+    n_rows, n_features = _size(dataset)
+    needed, available = HOST_COPIES * n_rows * n_features * 4, _available_memory()
+    if available is not None and needed > available:
+        raise TableTooLarge(f"skipped, needs about {needed / 2**30:.0f} GiB of host memory "
+                            f"({HOST_COPIES} copies of the rows), "
+                            f"{available / 2**30:.0f} GiB available")
+    return make_rows(n_rows, n_features)
+
+
+def _available_memory():
+    return _proc_bytes("/proc/meminfo", "MemAvailable")
+
+
+def _proc_bytes(path, field):
+    """A ``kB`` field of a ``/proc`` file in bytes; None where there is none."""
+    try:
+        with open(path, encoding="ascii") as lines:
+            return next((int(line.split()[1]) * 1024 for line in lines
+                         if line.startswith(field + ":")), None)
+    except OSError:
+        return None
+
+
+_WARMED = set()
+
+
+def measure(data, dataset, name, seed, profile, device, n_rows, n_features, k):
+    """Fit and anchor, transform and forward pass, and the peak memory of ``transform``."""
+    method, (X, outputs) = METHODS[name], data
+    epochs = budget(profile, method, n_rows)
+    if (name, device.type) not in _WARMED:
+        # The first fit of a process pays one-time costs (lazy imports, kernel selection)
+        # that are no one's overhead: fit the package and the anchor on a few rows first.
+        few = slice(0, min(len(X), 512))
+        warm = method.estimator(k=k, random_state=0, device=str(device), **{
+            key: 2 if key == "max_epochs" else 1 for key in epochs})
+        ANCHORS[name](warm.fit(X[few], outputs[few]), X[few], outputs[few], device)
+        warm.transform(X[few])
+        _WARMED.add((name, device.type))
+    explainer = method.estimator(k=k, random_state=0, device=str(device), **epochs)
+    values = {"device": device.type, "budget": epochs,
+              **_time_fit(name, explainer, X, outputs, device, profile.fit_repeats),
+              **_time_transform(explainer, X, device, profile.timing_repeats),
+              "input_bytes": X.nbytes, "output_bytes": X.nbytes}  # a mask value a feature
+    values["steps"] = _steps(values["n_steps"], epochs)
+    values["in_out_bytes"] = values["input_bytes"] + values["output_bytes"]
+    if device.type == "cuda":  # the memory process's copy of the rows needs the room
+        torch.cuda.empty_cache()
+    memory = _memory_process(explainer, n_rows, n_features)
+    if "error" in memory:
+        return {**values, "memory_error": memory["error"]}
+    # The rows are resident before the call, so the peak that transform needs is the rows
+    # plus what it adds; 1.0 would be nothing beyond its input and its output.
+    forward = memory["forward_extra_bytes"]
+    return {**values, **memory, "peak_bytes": X.nbytes + memory["extra_bytes"],
+            "memory_ratio": (X.nbytes + memory["extra_bytes"]) / values["in_out_bytes"],
+            "forward_peak_bytes": None if forward is None else X.nbytes + forward}
+
+
+def _time_fit(name, explainer, X, outputs, device, repeats):
+    """Best-of-``repeats`` seconds of ``fit`` and of the method's anchor, taken in turns."""
+    anchor_fits = []
+
+    def fit_package():
+        explainer.fit(X, outputs)
+        sync(device)
+
+    def fit_anchor():
+        anchor_fits.append(ANCHORS[name](explainer, X, outputs, device))
+        sync(device)
+
+    fit_s, anchor_s = best_times([fit_package, fit_anchor], repeats, warmup=0)
+    history = explainer.net_.history
+    return {"n_steps": sum(len(epoch["batches"]) for epoch in history),
+            "anchor_n_steps": anchor_fits[-1].n_steps, "fit_s": fit_s, "anchor_fit_s": anchor_s,
+            "fit_ratio": fit_s / anchor_s, "fit_loss": float(history[-1, "train_loss"]),
+            "anchor_loss": anchor_fits[-1].loss,
+            "fit_timing": f"best of {repeats}" if repeats > 1 else "single run"}
+
+
+def _time_transform(explainer, X, device, repeats):
+    """Seconds of ``transform``, of the bare forward pass and on CUDA of copy-in, forward
+    and copy-out, best of ``repeats`` taken in turns."""
+    module = explainer.net_.module_.eval()
+    X_device = torch.as_tensor(X, device=device)
+
+    def forward():
+        with torch.inference_mode():
+            module(X_device)
+        sync(device)
+
+    def copy_forward_copy():
+        with torch.inference_mode():
+            module(torch.as_tensor(X).to(device)).cpu()
+        sync(device)
+
+    cuda = device.type == "cuda"
+    times = best_times([forward, lambda: explainer.transform(X),
+                        *([copy_forward_copy] if cuda else [])], repeats, warmup=1)
+    return {"forward_s": times[0], "transform_s": times[1],
+            "throughput_ratio": times[0] / times[1], "transform_timing": f"best of {repeats}",
+            **({"copy_forward_s": times[2], "gpu_ratio": times[2] / times[1]} if cuda else {})}
+
+
+def _steps(n_steps, epochs):
+    """``"6,400 (100+60)"``: the steps, and the epochs (REAL-X: predictor+selector)."""
+    shown = (f"{epochs['predictor_epochs']}+{epochs['max_epochs'] - epochs['predictor_epochs']}"
+             if "predictor_epochs" in epochs else str(epochs["max_epochs"]))
+    return f"{n_steps:,} ({shown})"
+
+
+# Peak memory, in a fresh process
+# -------------------------------
+
+RESET_METHOD = "VmHWM reset by /proc/self/clear_refs, minus VmRSS before the call"
+MAXRSS_METHOD = "ru_maxrss after the call (peak since the process started), minus VmRSS before"
+
+
+def _memory_process(explainer, n_rows, n_features):
+    """:func:`peak_memory` of the fitted ``explainer`` on the table, in a fresh process
+    that draws the rows again (no table goes through the disk); ``{"error"}`` if it fails."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "explainer.pkl"
+        path.write_bytes(pickle.dumps(explainer))
+        python_path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+        done = subprocess.run(
+            [sys.executable, "-m", "benchmarks.studies.scale", str(path), str(n_rows),
+             str(n_features), str(torch.get_num_threads())],
+            env={**os.environ, "PYTHONPATH": python_path}, capture_output=True, text=True,
+            check=False)
+    if done.returncode != 0:
+        tail = done.stderr.strip().splitlines()[-1:] or [f"exit status {done.returncode}"]
+        return {"error": f"memory process failed: {tail[0]}"}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def peak_memory(explainer, X):
+    """Memory of ``explainer.transform(X)`` and, for reference, of a bare forward pass of
+    its selector on the same rows: ``{"extra_bytes", "forward_extra_bytes",
+    "device_peak_bytes", "memory_method"}``.
+
+    The host number is the rise of the resident set size (RSS, every page the process
+    touches: numpy's arrays and torch's tensors alike) during a call: the high-water mark
+    ``VmHWM``, reset just before the call by writing 5 to ``/proc/self/clear_refs``, minus
+    ``VmRSS`` then, the smaller of two calls; before it the explainer has explained a few
+    rows (lazy initialisation, the CUDA context) and freed heap memory has been handed
+    back (``malloc_trim``), so memory the call reuses counts as new. The rows are resident
+    before the call; the returned masks are in the rise. The forward pass reads the rows
+    themselves on the CPU (on CUDA a copy made beforehand), its scores included: the
+    activations any forward pass needs, which on narrow tables outweigh the rows. Where the
+    mark cannot be reset the rise is ``ru_maxrss`` after one call minus ``VmRSS`` before:
+    the peak since the process started, an upper bound that the rows, drawn directly in
+    float32, keep close. On CUDA the device's peak is ``torch.cuda.max_memory_allocated``
+    over the call, above what was allocated before it.
+    """
+    module = explainer.net_.module_.eval()
+    device = explainer._inference_device()
+    X_device = torch.as_tensor(X).to(device)  # on the CPU, the rows themselves
+
+    def forward():
+        with torch.inference_mode():
+            return module(X_device)
+
+    explainer.transform(X[:64])
+    with torch.inference_mode():
+        module(X_device[:64])
+    cuda = device.type == "cuda"
+    if cuda:
+        torch.cuda.synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        device_before = torch.cuda.memory_allocated(device)
+    extra, reset = _rise(lambda: explainer.transform(X))
+    out = {"extra_bytes": extra, "forward_extra_bytes": None, "memory_method": MAXRSS_METHOD,
+           "device_peak_bytes": torch.cuda.max_memory_allocated(device) - device_before
+           if cuda else None}
+    if reset:  # a second peak in the same process needs the reset. The smaller of two
+        # calls each: a first call can still grow the allocator's pools (a few MB).
+        out.update(extra_bytes=min(extra, _rise(lambda: explainer.transform(X))[0]),
+                   memory_method=RESET_METHOD + ", smaller of two calls",
+                   forward_extra_bytes=min(_rise(forward)[0], _rise(forward)[0]))
+    return out
+
+
+def _rise(func):
+    """How far resident memory rises above its level before ``func()`` while it runs (its
+    result included), and whether the high-water mark could be reset for it."""
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: freed memory may be reused unseen
+        pass
+    before = _proc_bytes("/proc/self/status", "VmRSS")
+    if before is None:
+        raise RuntimeError("Measuring the peak memory needs Linux's /proc/self/status.")
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as clear_refs:
+            clear_refs.write("5")
+        reset = _proc_bytes("/proc/self/status", "VmHWM") is not None
+    except OSError:
+        reset = False
+    func()
+    peak = (_proc_bytes("/proc/self/status", "VmHWM") if reset
+            else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)  # kB on Linux
+    return max(peak - before, 0), reset
+
+
+# The per-row peers, from the synthetic study
+# -------------------------------------------
+
+
+def peer_costs(path=SYNTHETIC_RESULTS):
+    """The per-row peers' milliseconds per explained row, from the synthetic study's
+    results (either format): per peer the median over the data sets it explained without
+    error, with the widths of those data sets and the settings and machine of that run.
+    ``None`` when the file is missing."""
+    from .synthetic import STUDY as SYNTHETIC
+
+    path = Path(path) if Path(path).exists() else ROOT / path
+    if not path.exists():
+        return None
+    records, machine, profile = report.load_study_results(path, SYNTHETIC)
+    widths = {r["dataset"]: r["value"] for r in records
+              if r["method"] is None and r["metric"] == "n_features"}
+    failed = {(r["dataset"], r["method"]) for r in records if r["metric"] == "error"}
+    peers = []
+    for name in method_names(amortized=False):
+        costs = {r["dataset"]: r["value"] for r in records
+                 if r["method"] == name and r["metric"] == "explain_ms_per_row" and r["value"]
+                 and (r["dataset"], name) not in failed}
+        if costs:
+            peers.append({"method": name, "method_label": METHODS[name].label,
+                          "ms_per_row": float(np.median(list(costs.values()))),
+                          "n_features": sorted({widths[d] for d in costs if d in widths})})
+    return {"source": str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path),
+            "date": machine.get("date"), "hardware": machine.get("gpu") or machine.get("cpu"),
+            "threads": machine.get("threads"), "n_explain": profile.get("n_explain"),
+            "settings": {key: profile.get(key) for key in
+                         ("shap_nsamples", "lime_num_samples", "captum_kernel_shap_samples")},
+            "methods": peers}
+
+
+# Reports
+# -------
+
+
+def _ratio(value):
+    # Two decimals, but the two first digits of a ratio far below 1 (0.0017, not 0.00).
+    return format(value, ".2f" if value >= 0.1 else ".2g")
+
+
+def caption(records, machine, profile):
+    cuda = machine["device"] == "cuda"
+    threads = f"{machine['threads']} thread" + ("s" if machine["threads"] != 1 else "")
+    hardware = f"{machine['gpu']} (CUDA)" if cuda else f"{machine['cpu']} CPU, {threads}"
+    fit_timing = {r["fit_timing"] for r in records if r.get("fit_timing")}
+    reference = profile.get("reference_rows")
+    return (
+        f"Scale, profile ``{profile.name}``: run on {machine['date'][:10]} on {hardware}, "
+        f"torch {machine['torch']}. Rows N(0, 1); the explainers are fitted on the "
+        f"probabilities of a label from {N_RELEVANT} features and keep k = {N_RELEVANT}. "
+        "Fit s: ``fit``, and the anchor: the same training as a plain torch loop (same "
+        "networks and initial weights, epochs, batch size, optimizer and learning rate; "
+        "rows resident on the device, batches by ``torch.randperm``), "
+        f"{' / '.join(sorted(fit_timing)) or 'not run'}; Steps: optimisation steps "
+        "(epochs; REAL-X: predictor+selector). "
+        + (f"Epochs are those of {reference:,} rows, scaled down on larger "
+           "tables to about the same number of steps. " if reference else "")
+        + "Fit ratio: package over anchor (1.0 = no overhead). Transform: ``transform`` of "
+        "every row from a host float32 array; throughput: a bare forward pass of the "
+        "selector on a tensor already on the device over ``transform`` (1.0 = no overhead)"
+        + ("; GPU ratio: copying the host array in, the forward pass and copying the "
+           "scores out, over ``transform``" if cuda else "")
+        + ". Peak MB: host memory ``transform`` holds at its peak, its input counted: the "
+        "rows plus the rise of resident memory (VmHWM) during the call, in a fresh "
+        "process; over input + output (1.0 = nothing beyond them). Forward peak MB: the "
+        "same for the bare forward pass, its scores included (on narrow tables the "
+        "selector's hidden activations, 100 units a row, outweigh the rows)"
+        + ("; GPU MB: ``torch.cuda.max_memory_allocated`` over the call" if cuda else "")
+        + "."
+    )
+
+
+def notes(records, machine, profile):
+    """The sizes skipped or failed, then the per-row peers next to this run's transform."""
+    lines = [f"- {METHODS[r['method']].label}, {r['n_rows']:,} x {r['n_features']:,}: "
+             f"{r.get('error') or r['memory_error']}" for r in records
+             if r["metric"] == "error" or (r["metric"] == "fit_s" and r.get("memory_error"))]
+    lines += [""] if lines else []
+    peers = profile.get("peers") or peer_costs(profile.get("peers_from", SYNTHETIC_RESULTS))
+    if not peers or not peers["methods"]:
+        return lines
+    settings = peers["settings"]
+    widths = sorted({w for p in peers["methods"] for w in p["n_features"]})
+    text = (
+        f"Per-row peers, from the synthetic benchmark ({peers['source']}, "
+        f"{peers['date'][:10]}, {peers['hardware']}, {peers['threads']} thread(s), "
+        f"{' and '.join(f'{w:.0f}' for w in widths)} features, {peers['n_explain']:,} "
+        f"rows per data set; KernelSHAP {settings['shap_nsamples']} samples, LIME "
+        f"{settings['lime_num_samples']}, captum's KernelSHAP "
+        f"{settings['captum_kernel_shap_samples']}): median milliseconds per row over the "
+        "data sets, not rerun here, and the hours a million rows would take at that rate. "
+        "Next to them, this run's ``transform`` per row on its narrowest table with the "
+        "most rows.")
+    rows = [(p["method_label"], p["ms_per_row"]) for p in peers["methods"]]
+    done = [r for r in records if r["metric"] == "transform_s"]
+    if done:
+        width = min(r["n_features"] for r in done)
+        n_rows = max(r["n_rows"] for r in done if r["n_features"] == width)
+        rows += [(f"{METHODS[r['method']].label} ``transform`` (this run, {n_rows:,} x {width})",
+                  1000 * r["value"] / n_rows) for r in done
+                 if (r["n_features"], r["n_rows"]) == (width, n_rows)]
+    return lines + [*textwrap.wrap(text, width=92), "", *report._grid_table(
+        "Per-row peers (from the synthetic benchmark)", ["Method", "ms / row",
+                                                         "Hours per\n1M rows"],
+        [[label, f"{ms:.3g}", f"{ms * 1e6 / 1e3 / 3600:.3g}"] for label, ms in rows])]
+
+
+def legacy(record):
+    """Long records of a record of the former ``scale_<profile>_<device>.json``."""
+    done = not (record["skipped"] or record["error"])
+    return legacy_seeds(STUDY, {
+        **record, "dataset": f"{record['n_rows']}x{record['n_features']}",
+        "error": record["skipped"] or record["error"],
+        **({"steps": _steps(record["n_steps"], record["budget"]),
+            "in_out_bytes": record["input_bytes"] + record["output_bytes"]} if done else {})},
+        context_keys=("n_rows", "n_features", "k"))
+
+
+def _at_least(smallest):
+    def parse(text):
+        if int(text) < smallest:
+            raise argparse.ArgumentTypeError(f"should be at least {smallest}")
+        return int(text)
+    return parse
+
+
+_COLUMNS = ("fit_s", "anchor_fit_s", "fit_ratio", "transform_s", "forward_s",
+            "throughput_ratio")
+_MEMORY = ("peak_bytes", "in_out_bytes", "memory_ratio", "forward_peak_bytes")
+_ROWS = ("method", "n_rows", "n_features", "steps")
+_LABELS = {"method": "Method", "n_rows": "Rows", "n_features": "Features", "steps": "Steps",
+           "fit_s": "Fit s", "anchor_fit_s": "Anchor s", "fit_ratio": "Fit ratio",
+           "transform_s": "Transform\nms", "forward_s": "Forward\nms",
+           "throughput_ratio": "Through-\nput", "copy_forward_s": "Copy+fwd\n+copy ms",
+           "gpu_ratio": "GPU\nratio", "peak_bytes": "Peak MB", "in_out_bytes": "In+out\nMB",
+           "memory_ratio": "Peak /\n(in+out)", "forward_peak_bytes": "Forward\npeak MB",
+           "device_peak_bytes": "GPU MB"}
+_SECONDS, _MS = Metric("Seconds", "s"), Metric("Milliseconds", "s", scale=1e3)
+_RATIO, _MB = Metric("Ratio", fmt=_ratio), Metric("MB", "bytes", scale=1e-6)
+_TITLE = "Fit and transform against table size"
+
+STUDY = Study(
+    name="scale",
+    profiles=PROFILES,
+    datasets=datasets,
+    methods=tuple(name for name in method_names(amortized=True) if name in ANCHORS),
+    cases=cases,
+    prepare=prepare,
+    measure=measure,
+    metrics={"n_rows": Metric("Rows", fmt=",.0f"), "n_features": Metric("Features", fmt=",.0f"),
+             "fit_s": _SECONDS, "anchor_fit_s": _SECONDS, "fit_ratio": _RATIO,
+             "transform_s": _MS, "forward_s": _MS, "throughput_ratio": _RATIO,
+             "copy_forward_s": _MS, "gpu_ratio": _RATIO, "memory_ratio": _RATIO,
+             **{name: _MB for name in ("peak_bytes", "in_out_bytes", "forward_peak_bytes",
+                                       "device_peak_bytes", "input_bytes", "output_bytes",
+                                       "extra_bytes")}},
+    tables=(Table(_TITLE, (*_COLUMNS, *_MEMORY), rows=_ROWS, labels=_LABELS,
+                  where=lambda r: r.get("device") != "cuda"),
+            Table(_TITLE, (*_COLUMNS, "copy_forward_s", "gpu_ratio", *_MEMORY,
+                           "device_peak_bytes"), rows=_ROWS, labels=_LABELS,
+                  where=lambda r: r.get("device") == "cuda")),
+    caption=caption,
+    notes=notes,
+    legacy=legacy,
+    options={"rows": {"type": _at_least(2), "nargs": "+", "metavar": "N",
+                      "help": "row counts instead of the profile's"},
+             "widths": {"type": _at_least(N_RELEVANT), "nargs": "+", "metavar": "N",
+                        "help": "feature counts instead of the profile's"},
+             "peers_from": {"metavar": "JSON", "help": "the synthetic study's results to "
+                            "read the per-row peers' cost from"}},
+    readme=(".. scale-table-start", ".. scale-table-end", "Benchmarks"),
+    results_name="{study}_{profile}_{device}",
+)
+
+
+def main(argv=None):
+    """The memory process: ``EXPLAINER.pkl N_ROWS N_FEATURES THREADS``; prints the
+    :func:`peak_memory` of the pickled explainer on the table, as JSON."""
+    path, n_rows, n_features, threads = argv or sys.argv[1:]
+    torch.set_num_threads(int(threads))
+    X = make_rows(int(n_rows), int(n_features))[0]
+    with open(path, "rb") as file:
+        print(json.dumps(peak_memory(pickle.load(file), X)))
+
+
+if __name__ == "__main__":
+    main()
