@@ -26,7 +26,8 @@ from pathlib import Path  # noqa: E402
 if not __package__:  # run as a script: import the benchmarks package from the checkout
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-STUDIES = ("synthetic", "hardkuma", "images", "meed", "text", "structured", "cluster", "scale")
+STUDIES = ("synthetic", "hardkuma", "images", "meed", "text", "structured", "cluster", "scale",
+           "tables")
 README = Path(__file__).resolve().parents[1] / "README.rst"
 
 
@@ -62,7 +63,7 @@ def parse_args(argv=None):
                         help="run nothing: print the tables of this results file")
     if study.readme:
         parser.add_argument("--update-readme", action="store_true",
-                            help="put this run's table into README.rst between "
+                            help="put the tables into README.rst between "
                             f"{study.readme[0]!r} and {study.readme[1]!r}")
     for name, option in study.options.items():
         parser.add_argument("--" + name.replace("_", "-"), dest=name, default=None, **option)
@@ -75,7 +76,7 @@ def main(argv=None):
 
     study, args = parse_args(argv)
     if args.render:
-        return render_file(study, args.render)
+        return render_file(study, args.render, getattr(args, "update_readme", False))
     overrides = {name: getattr(args, name) for name in study.options}
     profile = study.profile(args.profile, seeds=args.seeds, datasets=args.datasets,
                             **overrides)
@@ -104,7 +105,7 @@ def main(argv=None):
     table = report.render(study, records, machine, profile)
     out.with_suffix(".rst").write_text(table, encoding="utf-8")
     if getattr(args, "update_readme", False):
-        report.update_readme(README, table, *study.readme)
+        update_readme(study, records, machine, profile)
     print(table)
     for r in records:
         if r["metric"] == "error":
@@ -112,12 +113,24 @@ def main(argv=None):
     return records
 
 
-def render_file(study, path):
+def render_file(study, path, readme=False):
     from benchmarks.harness import report
 
-    text = report.render(study, *report.load_study_results(path, study))
+    results = report.load_study_results(path, study)
+    text = report.render(study, *results)
+    if readme:
+        update_readme(study, *results)
     print(text)
     return text
+
+
+def update_readme(study, records, machine, profile):
+    """Put the study's README tables (all it renders, or ``study.readme_tables``) between
+    its markers in README.rst."""
+    from benchmarks.harness import report
+
+    block = report.render(study, records, machine, profile, titles=study.readme_tables)
+    report.update_readme(README, block, *study.readme)
 
 
 if __name__ == "__main__":

@@ -197,14 +197,19 @@ def _spread(values, kind):
     return float(np.std(values, ddof=1 if kind == "sd" else 0))
 
 
-def render(study, records, machine, profile):
+def render(study, records, machine, profile, titles=None):
     """RST text of a study's records: its caption, then each of its tables (a pivot of the
-    records, mean ± spread over seeds in every cell)."""
-    lines = [*textwrap.wrap(study.caption(records, machine, profile), width=92), ""]
+    records, mean ± spread over seeds in every cell), then its notes; with ``titles``, only
+    the tables of these titles."""
+    if study.postprocess is not None:
+        records = study.postprocess(records)
+    lines = [] if titles else [*textwrap.wrap(study.caption(records, machine, profile),
+                                              width=92), ""]
     for table in study.tables:
-        pivot = _pivot(study, table, records, profile)
-        lines += [*pivot, ""] if pivot else []
-    if study.notes is not None:
+        if not titles or table.title in titles:
+            pivot = _pivot(study, table, records, profile)
+            lines += [*pivot, ""] if pivot else []
+    if study.notes is not None and not titles:
         lines += study.notes(records, machine, profile)
     return "\n".join(lines)
 
@@ -285,6 +290,8 @@ def _format_cell(study, records, name):
     if not values:
         return _DASH
     metric = study.metrics[name]
+    if metric.cell is not None:
+        return metric.cell(values)
     text = _shown(metric, float(np.mean(values)))
     if len(set(values)) > 1:
         text += " ± " + _shown(metric, _spread(values, study.spread), spread=True)

@@ -48,12 +48,14 @@ class Profile(dict):
 class Metric:
     """How a metric is shown: its column label, unit, the factor from the recorded value to
     the shown one and the format of the shown one (a format spec, or a function of the shown
-    value that gives its text)."""
+    value that gives its text); ``cell(values)``, if given, the text of a cell from its
+    values (one a seed) instead of their mean ± spread."""
 
     label: str
     unit: str = ""
     scale: float = 1.0
     fmt: object = ".3g"
+    cell: Callable = None
 
 
 @dataclass(frozen=True)
@@ -109,12 +111,14 @@ class Study:
     (sample standard deviation), ``"std"`` (population) or ``"range"`` (max - min).
     ``default_methods`` run when none are asked for (default: all of ``methods``).
     ``readme`` holds the lines that mark its table in README.rst (and optionally the title of
-    the section whose end takes them when the README has none).
+    the section whose end takes them when the README has none), ``readme_tables`` the
+    titles of the tables that go there (default: the whole report).
     ``results_name`` names its results file (without ``.json``), formatted with the
     ``study``, the ``profile`` and the ``device`` it ran on. ``method_cell(record)``,
     if given, names a row's method from its first record.
     ``caption(records, machine, profile)`` gives the text above the tables, ``notes`` (same
-    arguments) lines below them.
+    arguments) lines below them. ``postprocess(records)`` gives the records the tables and
+    notes are drawn from (metrics derived from others, an order of its own).
     """
 
     name: str
@@ -137,9 +141,11 @@ class Study:
     default_methods: tuple = None
     method_cell: Callable = None
     readme: tuple = None
+    readme_tables: tuple = None
     spread: str = "sd"
     notes: Callable = None
     results_name: str = "{study}_{profile}"
+    postprocess: Callable = None
 
     def profile(self, name, **overrides):
         return Profile({"name": name, **self.profiles[name],
