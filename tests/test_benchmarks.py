@@ -17,9 +17,9 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.neural_network import MLPClassifier
 
-from benchmarks import bench, bench_tables
-from benchmarks.harness import data, ours, peers, quality, registry, report, study, tables
-from benchmarks.studies import structured, synthetic
+from benchmarks import bench
+from benchmarks.harness import data, ours, peers, quality, registry, report, study
+from benchmarks.studies import structured, synthetic, tables
 import sk_sointer
 from sk_sointer import L2XExplainer, as_black_box, metrics
 
@@ -607,14 +607,14 @@ def tables_fast(tmp_path_factory):
     """The fast profile, in-process: a classifier, a regressor and a two-output classifier,
     every method of the study (the peers when shap and LIME are installed)."""
     out = tmp_path_factory.mktemp("tables") / "tables_fast.json"
-    bench_tables.main(["--profile", "fast", "--device", "cpu", "--out", str(out)])
+    bench.main(["tables", "--profile", "fast", "--device", "cpu", "--out", str(out)])
     return json.loads(out.read_text(encoding="utf-8")), out.with_suffix(".rst")
 
 
 def test_tables_fast_profile_records_every_cell_and_method(tables_fast):
     payload, _ = tables_fast
-    records = payload["records"]
-    fast = tables.PROFILES["fast"]
+    records = tables.with_gaps(payload["records"])
+    fast = tables.STUDY.profile("fast")
     peer_names = registry.available_methods(list(tables.PEERS))[0]
     expected = set()
     for table, black_box in fast.pairs:
@@ -624,32 +624,45 @@ def test_tables_fast_profile_records_every_cell_and_method(tables_fast):
                          [*tables.OURS, tables.RANDOM, tables.GLOBAL, tables.ORACLE, *peer_names]}
         expected |= {(table, black_box, None, f"{name}_thresholded")
                      for name in tables.THRESHOLDED}
-    keys = [(r["table"], r["black_box"], r["k"], r["method"]) for r in records]
-    assert len(keys) == len(set(keys)) and set(keys) == expected
-    by_key = dict(zip(keys, records))
-    for r in records:
-        assert r["error"] is None, r["traceback"]
-        assert set(r) == set(tables.RECORD_FIELDS)
-        assert r["n_explain"] == min(fast.n_explain, r["n_test"]) and r["n_train"] == 200
-        regression = r["task"] == "regression"
-        assert (r["table"] == "diabetes") == regression
-        assert r["n_outputs"] == (2 if r["table"] == "digits_two_labels" else 1)
-        assert r["eval_x_metric"] == ("eR2" if regression else "eACC")
+    # One record a data set, method, seed and metric; none of them an error.
+    keys = [(r["dataset"], r["method"], r["seed"], r["metric"]) for r in records]
+    assert len(keys) == len(set(keys))
+    assert all(set(study.RECORD_KEYS) <= set(r) for r in records)
+    assert not [r for r in records if r["metric"] == "error"]
+    summary = study.summarize(records)
+    assert {(*tables.parse(dataset), method) for dataset, method in summary
+            if method is not None} == expected
+    by_key = {(*tables.parse(dataset), method): values
+              for (dataset, method), values in summary.items()}
+    values_of = {dataset: values for (dataset, method), values in summary.items()
+                 if method is None}
+    context = {r["dataset"]: r for r in records if r["method"] is None}
+    for (dataset, name), r in summary.items():
+        if name is None:
+            continue
+        table, black_box, k = tables.parse(dataset)
+        pair = values_of[dataset]
+        assert pair["n_explain"] == min(fast.n_explain, pair["n_test"]) and pair["n_train"] == 200
+        regression = context[dataset]["task"] == "regression"
+        assert (table == "diabetes") == regression
+        assert pair["n_outputs"] == (2 if table == "digits_two_labels" else 1)
+        assert context[dataset]["eval_x_metric"] == ("eR2" if regression else "eACC")
         assert _finite(r["fidelity"]) and r["fidelity"] <= 1.0
         assert _finite(r["eval_x"]) and r["eval_x"] <= 1.0
         if not regression:
             assert r["fidelity"] >= 0.0 and r["eval_x"] >= 0.0
-        if r["k"] is not None:
-            assert r["mean_selected"] == r["k"] and r["empty_rate"] == 0.0
-        cell = (r["table"], r["black_box"], r["k"])
-        if r["kind"] == "ours":
-            assert r["seeds"] == [0, 1] and len(r["fidelity_seeds"]) == 2
+        if k is not None:
+            assert r["mean_selected"] == k and r["empty_rate"] == 0.0
+        cell = (table, black_box, k)
+        if name in (*tables.OURS, *tables.OWN):
+            seeds = [x["seed"] for x in records if x["dataset"] == dataset
+                     and x["method"] == name and x["metric"] == "fidelity"]
+            assert seeds == [0, 1] and len(r["fidelity_seeds"]) == 2
             assert r["fidelity"] == pytest.approx(np.mean(r["fidelity_seeds"]))
-            assert r["fidelity_spread"] == pytest.approx(np.ptp(r["fidelity_seeds"]))
-            assert all(1 <= n <= r["n_explain"] for n in r["n_distinct_masks_seeds"])
-            for name in ("fit_s", "transform_us_per_row"):
-                assert _finite(r[name]) and r[name] > 0, name
-            if r["k"] is None:
+            assert all(1 <= n <= pair["n_explain"] for n in r["n_distinct_masks_seeds"])
+            for metric in ("fit_s", "transform_us_per_row"):
+                assert _finite(r[metric]) and r[metric] > 0, metric
+            if k is None:
                 assert 0.0 <= r["empty_rate"] <= 1.0
                 assert r["gap_random"] == pytest.approx(r["fidelity"] - r["random_same_sizes"])
             else:
@@ -659,8 +672,10 @@ def test_tables_fast_profile_records_every_cell_and_method(tables_fast):
                     kernel_shap = by_key[(*cell, "shap_kernel")]
                     assert r["gap_kernel_shap"] == pytest.approx(r["fidelity"]
                                                                  - kernel_shap["fidelity"])
-        elif r["kind"] == "peer":
+        elif name in tables.PEERS:
             assert _finite(r["explain_ms_per_row"]) and r["explain_ms_per_row"] > 0
+    features = {(*tables.parse(r["dataset"]), r["method"]): r["params"]["features"]
+                for r in records if r["method"] == tables.GLOBAL}
     for table, black_box in fast.pairs:
         n_features = tables.TABLES[table].load()[0].shape[1]
         for k in tables.ks_for(n_features):
@@ -672,15 +687,17 @@ def test_tables_fast_profile_records_every_cell_and_method(tables_fast):
             assert best_global["fidelity"] >= random["fidelity"]
             assert oracle["queries_per_row"] == sum(n_features - j for j in range(k))
             assert best_global["n_distinct_masks"] == 1
-            assert len(set(best_global["params"]["features"])) == k
+            assert len(set(features[(*cell, tables.GLOBAL)])) == k
 
 
 def test_tables_fast_profile_renders_its_tables_and_acceptance(tables_fast):
     payload, rst = tables_fast
     text = rst.read_text(encoding="utf-8")
     for title in ["Fidelity (points)", "Our fidelity minus the best global subset",
-                  "EVAL-X (eACC / eR2, points)", "The methods' own selection (k=None)",
-                  "Acceptance: cells failing each check", "Cost and diversity"]:
+                  "Our fidelity minus KernelSHAP", "EVAL-X (eACC / eR2, points)",
+                  "The methods' own selection (k=None)", "Acceptance: cells failing each check",
+                  "Distinct masks among the explained rows", "Fit seconds",
+                  "Transform, microseconds a row", "Milliseconds a row of the peers"]:
         assert f".. table:: {title}" in text
     for block in text.split(".. table::")[1:]:
         # Grid tables: every border alike, every line as wide (cells hold signed numbers).
@@ -691,19 +708,32 @@ def test_tables_fast_profile_renders_its_tables_and_acceptance(tables_fast):
     records = payload["records"]
     counts = tables.acceptance(records)
     assert set(counts) == {*tables.OURS, *(f"{name}_thresholded" for name in tables.THRESHOLDED)}
-    l2x = [r for r in records if r["method"] == "l2x"]
+    l2x = [values for (dataset, method), values in study.summarize(
+        tables.with_gaps(records)).items() if method == "l2x"]
     below = sum(r["gap_global"] < -0.01 for r in l2x)
     assert counts["l2x"]["global"] == (below, len(l2x))
     assert "empty" not in counts["l2x"] and counts["realx_thresholded"]["empty"][1] == 3
     assert f"| {below} / {len(l2x)} " in text
+    # Our fidelity: the mean over seeds, their spread (max - min) in parentheses.
+    first = [r["value"] for r in records if r["method"] == "l2x" and r["metric"] == "fidelity"
+             and r["dataset"] == records[0]["dataset"]]
+    assert f"| {100 * np.mean(first):.1f} ({100 * np.ptp(first):.1f}) " in text
+
+
+def test_the_former_tables_records_render_the_readme_table():
+    # The README's fidelity table comes from records written before the study format.
+    text = bench.main(["tables", "--render", str(report.RESULTS_DIR / "tables_full.json")])
+    readme = bench.README.read_text(encoding="utf-8")
+    block = readme.split(".. tables-table-start\n\n")[1].split("\n\n.. tables-table-end")[0]
+    assert block.startswith(".. table:: Fidelity (points)") and block in text
 
 
 def test_tables_full_profile_keeps_the_defaults():
-    full = tables.PROFILES["full"]
+    full = tables.STUDY.profile("full")
     assert full.explainer_params == {} and full.seeds >= 2 and full.n_explain >= 100
     assert (full.shap_nsamples, full.lime_num_samples) == ("auto", 5000)
-    assert set(tables.PROFILES["fast"].explainer_params) == {"l2x", "realx", "meed", "hardkuma",
-                                                             "evalx"}
+    assert set(tables.STUDY.profile("fast").explainer_params) == {"l2x", "realx", "meed",
+                                                                  "hardkuma", "evalx"}
 
 
 _TABLE_SHAPES = {"breast_cancer": (569, 30), "wine": (178, 13), "diabetes": (442, 10),
@@ -717,6 +747,7 @@ def test_tables_load_from_installed_packages(name):
         pytest.skip("river is not installed")
     X, y = tables.TABLES[name].load()
     assert X.shape == _TABLE_SHAPES[name] and X.dtype == np.float64 and np.isfinite(X).all()
+    assert X.shape[1] == tables.TABLES[name].n_features
     assert len(y) == len(X) and np.ndim(y) == (2 if name == "digits_two_labels" else 1)
     if name == "diabetes":  # raw units: ages in years
         assert 18 <= X[:, 0].min() and X[:, 0].max() <= 80
@@ -731,6 +762,10 @@ def test_tables_full_profile_cells():
     assert sum(table != "digits_two_labels" for table, _, _ in cells) == 18
     assert {table for table, _ in tables.FULL_PAIRS} == set(tables.TABLES)
     assert {model for _, model in tables.FULL_PAIRS} <= set(tables.MODELS)
+    # One data set a cell, and one a pair for the thresholded runs.
+    names = tables.STUDY.datasets(tables.STUDY.profile("full"))
+    assert [tables.parse(name) for name in names if tables.parse(name)[2] is not None] == cells
+    assert len(names) == len(cells) + len(tables.FULL_PAIRS)
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,5 @@
   :mod:`.quality`: how masks are judged against the ground truth; :mod:`.timing`: timings.
 
 :mod:`.anchor`: each amortized method's training as a plain torch loop (the scale study's
-reference). :mod:`.tables` is the study not yet declared under ``benchmarks/studies/`` (run
-by ``bench_tables.py``).
+reference).
 """
