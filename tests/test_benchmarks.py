@@ -624,8 +624,8 @@ def test_tables_fast_profile_records_every_cell_and_method(tables_fast):
                          [*tables.OURS, tables.RANDOM, tables.GLOBAL, tables.ORACLE, *peer_names]}
         expected |= {(table, black_box, None, f"{name}_thresholded")
                      for name in tables.THRESHOLDED}
-    # One record a data set, method, seed and metric; none of them an error.
-    keys = [(r["dataset"], r["method"], r["seed"], r["metric"]) for r in records]
+    # One record a data set, method, seed and metric (and check); none of them an error.
+    keys = [(r["dataset"], r["method"], r["seed"], r["metric"], r.get("check")) for r in records]
     assert len(keys) == len(set(keys))
     assert all(set(study.RECORD_KEYS) <= set(r) for r in records)
     assert not [r for r in records if r["metric"] == "error"]

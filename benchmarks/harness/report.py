@@ -293,7 +293,7 @@ def _format_cell(study, records, name):
     if metric.cell is not None:
         return metric.cell(values)
     text = _shown(metric, float(np.mean(values)))
-    if len(set(values)) > 1:
+    if len(set(values)) > 1 and study.spread:
         text += " ± " + _shown(metric, _spread(values, study.spread), spread=True)
     return text
 

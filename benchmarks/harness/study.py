@@ -108,7 +108,8 @@ class Study:
     (recorded with ``method=None``). ``options`` are command-line options that override a
     profile value (``{"widths": {"type": int, "nargs": "+"}}``). ``legacy`` turns a record
     of the wide format this study wrote before into long records; ``spread`` is ``"sd"``
-    (sample standard deviation), ``"std"`` (population) or ``"range"`` (max - min).
+    (sample standard deviation), ``"std"`` (population), ``"range"`` (max - min) or ``None``
+    (the mean alone).
     ``default_methods`` run when none are asked for (default: all of ``methods``).
     ``readme`` holds the lines that mark its table in README.rst (and optionally the title of
     the section whose end takes them when the README has none), ``readme_tables`` the
