@@ -88,3 +88,12 @@ def writable_float32(X):
     copied, since torch warns on them."""
     X = np.asarray(X, dtype=np.float32)
     return X if X.flags.writeable else X.copy()
+
+
+def _store_params(estimator, params):
+    """All an estimator's ``__init__`` does: store every parameter unchanged under its own
+    name (scikit-learn's contract; ``fit`` validates). ``params`` is the ``locals()`` of
+    ``__init__``, read before anything else is defined there."""
+    for name, value in params.items():
+        if name not in ("self", "__class__"):
+            setattr(estimator, name, value)

@@ -25,6 +25,7 @@ import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 from torch import nn
 
+from .._utils import _store_params
 from .._docstrings import fill_doc
 from .._networks import MLP
 from ..base import TOKENS_CONSTRAINT, BaseExplainer
@@ -416,67 +417,16 @@ zero_output=True)
     }
 
     def __init__(
-        self,
-        selection_rate=None,
-        k=None,
-        *,
-        transition_rate=None,
-        predictor_masks="random",
-        predictor_epochs=None,
-        append_mask="auto",
-        lagrange_lr=0.5,
-        lagrange_decay=0.9,
-        lagrange_init=1e-3,
-        lagrange_rho=10.0,
-        selector=MLP(hidden_units=(100, 100), activation="elu", zero_output=True),
-        predictor=MLP(hidden_units=(200, 200), batch_norm=True),
-        refine="model",
-        baseline="mean",
-        groups=None,
-        image_shape=None,
-        patch_size=None,
-        tokens=False,
-        max_epochs=100,
-        batch_size=256,
-        lr=1e-3,
-        weight_decay=1e-4,
-        optimizer="adam",
-        callbacks=None,
-        train_split=None,
-        device="auto",
-        data_on_device=True,
-        random_state=None,
-        verbose=0,
+        self, selection_rate=None, k=None, *, transition_rate=None, predictor_masks="random",
+        predictor_epochs=None, append_mask="auto", lagrange_lr=0.5, lagrange_decay=0.9,
+        lagrange_init=1e-3, lagrange_rho=10.0, selector=MLP(hidden_units=(100, 100),
+        activation="elu", zero_output=True), predictor=MLP(hidden_units=(200, 200),
+        batch_norm=True), refine="model", baseline="mean", groups=None, image_shape=None,
+        patch_size=None, tokens=False, max_epochs=100, batch_size=256, lr=1e-3,
+        weight_decay=1e-4, optimizer="adam", callbacks=None, train_split=None, device="auto",
+        data_on_device=True, random_state=None, verbose=0,
     ):
-        self.selection_rate = selection_rate
-        self.k = k
-        self.transition_rate = transition_rate
-        self.predictor_masks = predictor_masks
-        self.predictor_epochs = predictor_epochs
-        self.append_mask = append_mask
-        self.lagrange_lr = lagrange_lr
-        self.lagrange_decay = lagrange_decay
-        self.lagrange_init = lagrange_init
-        self.lagrange_rho = lagrange_rho
-        self.selector = selector
-        self.predictor = predictor
-        self.refine = refine
-        self.baseline = baseline
-        self.groups = groups
-        self.image_shape = image_shape
-        self.patch_size = patch_size
-        self.tokens = tokens
-        self.max_epochs = max_epochs
-        self.batch_size = batch_size
-        self.lr = lr
-        self.weight_decay = weight_decay
-        self.optimizer = optimizer
-        self.callbacks = callbacks
-        self.train_split = train_split
-        self.device = device
-        self.data_on_device = data_on_device
-        self.random_state = random_state
-        self.verbose = verbose
+        _store_params(self, locals())
 
     def _check_params(self, problem):
         super()._check_params(problem)

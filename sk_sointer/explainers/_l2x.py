@@ -15,6 +15,7 @@ from numbers import Integral, Real
 from sklearn.utils._param_validation import Interval
 from skorch.utils import to_tensor
 
+from .._utils import _store_params
 from .._docstrings import fill_doc
 from .._networks import MLP
 from ..base import TOKENS_CONSTRAINT, BaseExplainer
@@ -183,51 +184,14 @@ class L2XExplainer(BaseExplainer):
     }
 
     def __init__(
-        self,
-        k=4,
-        *,
-        tau=0.1,
-        selector=MLP(hidden_units=(100, 100), zero_output=True),
-        approximator=MLP(hidden_units=(200, 200), batch_norm=True),
-        refine="model",
-        baseline="mean",
-        groups=None,
-        image_shape=None,
-        patch_size=None,
-        tokens=False,
-        max_epochs=100,
-        batch_size=1000,
-        lr=1e-3,
-        weight_decay=2e-3,
-        optimizer="adam",
-        callbacks=None,
-        train_split=None,
-        device="auto",
-        data_on_device=True,
-        random_state=None,
+        self, k=4, *, tau=0.1, selector=MLP(hidden_units=(100, 100), zero_output=True),
+        approximator=MLP(hidden_units=(200, 200), batch_norm=True), refine="model",
+        baseline="mean", groups=None, image_shape=None, patch_size=None, tokens=False,
+        max_epochs=100, batch_size=1000, lr=1e-3, weight_decay=2e-3, optimizer="adam",
+        callbacks=None, train_split=None, device="auto", data_on_device=True, random_state=None,
         verbose=0,
     ):
-        self.k = k
-        self.tau = tau
-        self.selector = selector
-        self.approximator = approximator
-        self.refine = refine
-        self.baseline = baseline
-        self.groups = groups
-        self.image_shape = image_shape
-        self.patch_size = patch_size
-        self.tokens = tokens
-        self.max_epochs = max_epochs
-        self.batch_size = batch_size
-        self.lr = lr
-        self.weight_decay = weight_decay
-        self.optimizer = optimizer
-        self.callbacks = callbacks
-        self.train_split = train_split
-        self.device = device
-        self.data_on_device = data_on_device
-        self.random_state = random_state
-        self.verbose = verbose
+        _store_params(self, locals())
 
     def _build_net(self, problem, **net_params):
         return L2XNet(

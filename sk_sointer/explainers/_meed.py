@@ -37,7 +37,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._docstrings import fill_doc
 from .._networks import MLP, output_feedback_selector
 from .._outputs import output_loss, output_values
-from .._utils import in_chunks
+from .._utils import _store_params, in_chunks
 from ..base import BaseExplainer
 from .._topk import topk_mask
 from ..distributions import SubsetConcrete
@@ -452,59 +452,15 @@ class MEEDExplainer(BaseExplainer):
     }
 
     def __init__(
-        self,
-        k=4,
-        *,
-        tau=0.5,
-        w_u=1.0,
-        prior="auto",
-        prior_weight=0.0,
-        selector=MLP(hidden_units=(100, 100), zero_output=True),
-        feedback=None,
+        self, k=4, *, tau=0.5, w_u=1.0, prior="auto", prior_weight=0.0,
+        selector=MLP(hidden_units=(100, 100), zero_output=True), feedback=None,
         approximator=MLP(hidden_units=(200, 200), batch_norm=True),
-        adversary=MLP(hidden_units=(200, 200), batch_norm=True),
-        refine="model",
-        baseline="mean",
-        groups=None,
-        image_shape=None,
-        patch_size=None,
-        max_epochs=100,
-        batch_size=1000,
-        lr=1e-3,
-        weight_decay=2e-3,
-        optimizer="adam",
-        callbacks=None,
-        train_split=None,
-        device="auto",
-        data_on_device=True,
-        random_state=None,
-        verbose=0,
+        adversary=MLP(hidden_units=(200, 200), batch_norm=True), refine="model",
+        baseline="mean", groups=None, image_shape=None, patch_size=None, max_epochs=100,
+        batch_size=1000, lr=1e-3, weight_decay=2e-3, optimizer="adam", callbacks=None,
+        train_split=None, device="auto", data_on_device=True, random_state=None, verbose=0,
     ):
-        self.k = k
-        self.tau = tau
-        self.w_u = w_u
-        self.prior = prior
-        self.prior_weight = prior_weight
-        self.selector = selector
-        self.feedback = feedback
-        self.approximator = approximator
-        self.adversary = adversary
-        self.refine = refine
-        self.baseline = baseline
-        self.groups = groups
-        self.image_shape = image_shape
-        self.patch_size = patch_size
-        self.max_epochs = max_epochs
-        self.batch_size = batch_size
-        self.lr = lr
-        self.weight_decay = weight_decay
-        self.optimizer = optimizer
-        self.callbacks = callbacks
-        self.train_split = train_split
-        self.device = device
-        self.data_on_device = data_on_device
-        self.random_state = random_state
-        self.verbose = verbose
+        _store_params(self, locals())
 
     def explain(self, X, outputs=None):
         """Real-valued importance scores behind the masks (higher means more relied on).

@@ -21,6 +21,7 @@ from numbers import Integral, Real
 import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._utils import _store_params
 from .._docstrings import fill_doc
 from .._networks import MLP
 from ..base import TOKENS_CONSTRAINT, BaseExplainer
@@ -333,61 +334,15 @@ class RealXExplainer(BaseExplainer):
     }
 
     def __init__(
-        self,
-        k=None,
-        *,
-        alpha=0.05,
-        relaxation="rebar",
-        tau=0.5,
-        schedule="sequential",
-        predictor_epochs=100,
-        append_mask=True,
-        selector=MLP(hidden_units=(100, 100), activation="elu"),
-        predictor=MLP(hidden_units=(200, 200), batch_norm=True),
-        refine="model",
-        baseline="mean",
-        groups=None,
-        image_shape=None,
-        patch_size=None,
-        tokens=False,
-        max_epochs=160,
-        batch_size=256,
-        lr=1e-3,
-        weight_decay=3e-4,
-        optimizer="adam",
-        callbacks=None,
-        train_split=None,
-        device="auto",
-        data_on_device=True,
-        random_state=None,
-        verbose=0,
+        self, k=None, *, alpha=0.05, relaxation="rebar", tau=0.5, schedule="sequential",
+        predictor_epochs=100, append_mask=True, selector=MLP(hidden_units=(100, 100),
+        activation="elu"), predictor=MLP(hidden_units=(200, 200), batch_norm=True),
+        refine="model", baseline="mean", groups=None, image_shape=None, patch_size=None,
+        tokens=False, max_epochs=160, batch_size=256, lr=1e-3, weight_decay=3e-4,
+        optimizer="adam", callbacks=None, train_split=None, device="auto", data_on_device=True,
+        random_state=None, verbose=0,
     ):
-        self.k = k
-        self.alpha = alpha
-        self.relaxation = relaxation
-        self.tau = tau
-        self.schedule = schedule
-        self.predictor_epochs = predictor_epochs
-        self.append_mask = append_mask
-        self.selector = selector
-        self.predictor = predictor
-        self.refine = refine
-        self.baseline = baseline
-        self.groups = groups
-        self.image_shape = image_shape
-        self.patch_size = patch_size
-        self.tokens = tokens
-        self.max_epochs = max_epochs
-        self.batch_size = batch_size
-        self.lr = lr
-        self.weight_decay = weight_decay
-        self.optimizer = optimizer
-        self.callbacks = callbacks
-        self.train_split = train_split
-        self.device = device
-        self.data_on_device = data_on_device
-        self.random_state = random_state
-        self.verbose = verbose
+        _store_params(self, locals())
 
     def _check_params(self, problem):
         super()._check_params(problem)

@@ -29,7 +29,7 @@ from skorch.utils import to_tensor
 
 from .._docstrings import fill_doc
 from .._networks import MLP
-from .._utils import in_chunks, resolve_device
+from .._utils import _store_params, in_chunks, resolve_device
 from .._topk import random_masks
 from ..base import BaseExplainer
 from .._topk import topk_mask
@@ -502,75 +502,16 @@ class SOInterExplainer(BaseExplainer):
     }
 
     def __init__(
-        self,
-        target=0,
-        k=4,
-        *,
-        tau=1.0,
-        gradient="score",
-        n_samples=4,
-        selector=MLP(hidden_units=(100, 100), zero_output=True),
-        energy=None,
-        energy_masks=4,
-        fill="draws",
-        n_draws=4,
-        requery="sample",
-        objective="auto",
-        margin="all",
-        straight_through=True,
-        energy_refit=False,
-        append_mask=False,
-        n_iter_no_change=10,
-        refine=None,
-        baseline="mean",
-        groups=None,
-        image_shape=None,
-        patch_size=None,
-        max_epochs=50,
-        batch_size=256,
-        lr=1e-3,
-        weight_decay=1e-3,
-        optimizer="adam",
-        callbacks=None,
-        train_split=None,
-        device="auto",
-        data_on_device=True,
-        random_state=None,
+        self, target=0, k=4, *, tau=1.0, gradient="score", n_samples=4,
+        selector=MLP(hidden_units=(100, 100), zero_output=True), energy=None, energy_masks=4,
+        fill="draws", n_draws=4, requery="sample", objective="auto", margin="all",
+        straight_through=True, energy_refit=False, append_mask=False, n_iter_no_change=10,
+        refine=None, baseline="mean", groups=None, image_shape=None, patch_size=None,
+        max_epochs=50, batch_size=256, lr=1e-3, weight_decay=1e-3, optimizer="adam",
+        callbacks=None, train_split=None, device="auto", data_on_device=True, random_state=None,
         verbose=0,
     ):
-        self.target = target
-        self.k = k
-        self.tau = tau
-        self.gradient = gradient
-        self.n_samples = n_samples
-        self.selector = selector
-        self.energy = energy
-        self.energy_masks = energy_masks
-        self.fill = fill
-        self.n_draws = n_draws
-        self.requery = requery
-        self.objective = objective
-        self.margin = margin
-        self.straight_through = straight_through
-        self.energy_refit = energy_refit
-        self.append_mask = append_mask
-        self.n_iter_no_change = n_iter_no_change
-        self.refine = refine
-        self.baseline = baseline
-        self.groups = groups
-        self.image_shape = image_shape
-        self.patch_size = patch_size
-        self.max_epochs = max_epochs
-        self.batch_size = batch_size
-        self.lr = lr
-        self.weight_decay = weight_decay
-        self.optimizer = optimizer
-        self.callbacks = callbacks
-        self.train_split = train_split
-        self.device = device
-        self.data_on_device = data_on_device
-        self.random_state = random_state
-        self.verbose = verbose
+        _store_params(self, locals())
 
     # -- fit -----------------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._docstrings import fill_doc
 from .._networks import MLP
 from .._outputs import output_agreement, output_loss, output_values
-from .._utils import in_chunks
+from .._utils import _store_params, in_chunks
 from ..base import _SkorchEstimatorMixin, _check_masks
 from ..explainers._random_mask import JudgeNet
 
@@ -146,37 +146,12 @@ class EvalXEvaluator(_SkorchEstimatorMixin, BaseEstimator):
     groups = None
 
     def __init__(
-        self,
-        *,
-        predictor=MLP(hidden_units=(200, 200), batch_norm=True),
-        append_mask=True,
-        baseline="mean",
-        max_epochs=100,
-        batch_size=256,
-        lr=1e-3,
-        weight_decay=0.0,
-        optimizer="adam",
-        callbacks=None,
-        train_split=None,
-        device="auto",
-        data_on_device=True,
-        random_state=None,
-        verbose=0,
+        self, *, predictor=MLP(hidden_units=(200, 200), batch_norm=True), append_mask=True,
+        baseline="mean", max_epochs=100, batch_size=256, lr=1e-3, weight_decay=0.0,
+        optimizer="adam", callbacks=None, train_split=None, device="auto", data_on_device=True,
+        random_state=None, verbose=0,
     ):
-        self.predictor = predictor
-        self.append_mask = append_mask
-        self.baseline = baseline
-        self.max_epochs = max_epochs
-        self.batch_size = batch_size
-        self.lr = lr
-        self.weight_decay = weight_decay
-        self.optimizer = optimizer
-        self.callbacks = callbacks
-        self.train_split = train_split
-        self.device = device
-        self.data_on_device = data_on_device
-        self.random_state = random_state
-        self.verbose = verbose
+        _store_params(self, locals())
 
     def _build_net(self, problem, **net_params):
         return JudgeNet(
