@@ -571,7 +571,8 @@ class BaseExplainer(
         of its ``predict_proba`` (``SVC(probability=True)``); models without one (torch
         modules, functions) answer with the argmax of their probabilities, or the side of
         0.5. The probabilities still drive training. Fitted on outputs only, the method's
-        own judge on ``m(x, mask)`` is compared with the outputs ``y`` instead.
+        own judge on ``m(x, mask)`` is compared with the outputs ``y`` instead. An explainer
+        of one output (SOInter's ``target``) is scored on that output alone.
 
         Parameters
         ----------
@@ -589,14 +590,22 @@ class BaseExplainer(
         spec = self.output_spec_
         if self.black_box_ is not None:
             masks = masks.reshape(X.shape)
-            return model_agreement(self.black_box_, X, self.masker_.mask_raw(X, masks))
-        if y is None:
+            scores = model_agreement(self.black_box_, X, self.masker_.mask_raw(X, masks),
+                                     multioutput="raw_values")
+        elif y is None:
             raise ValueError(
+                f"This {type(self).__name__} has no black box (it was left out when the "
+                "explainer was saved), so score needs the black box's outputs on X as y, or "
+                "black_box_ = as_black_box(model)." if self._requires_model else
                 f"{type(self).__name__} was fitted on outputs only, so score needs the black "
                 "box's outputs on X as y (or fit it with the model to score post-hoc fidelity)."
             )
-        targets = spec.encode(y, X.shape[0])
-        return output_agreement(targets, self.predict_masked(rows, masks), spec)
+        else:
+            targets = spec.encode(y, X.shape[0])
+            scores = output_agreement(targets, self.predict_masked(rows, masks), spec,
+                                      multioutput="raw_values")
+        # An explainer of one output (SOInter's target) is judged on that output alone.
+        return float(scores.mean() if spec.target is None else scores[spec.target])
 
     # -- helpers -------------------------------------------------------------------------
 

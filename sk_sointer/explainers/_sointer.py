@@ -629,37 +629,6 @@ class SOInterExplainer(BaseExplainer):
         self.flip_rate_ = net.history[keep_best.best_epoch_ - 1, "topk_flip_rate"]
         self.n_iter_ = len(net.history)
 
-    # -- scoring -------------------------------------------------------------------------
-
-    def score(self, X, y=None):
-        """Post-hoc accuracy on the target output: the fraction of rows of ``X`` whose
-        target the model predicts the same on ``m(x, mask)`` (left-out features at the
-        baseline) as on ``x``. Higher is better.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : None
-            Ignored: SOInter always holds the model.
-
-        Returns
-        -------
-        score : float
-        """
-        masks = self.transform(X)
-        X = self._validate_transform_input(X)
-        masks = masks.reshape(X.shape)  # flat, like X, when X holds images
-        if self.black_box_ is None:
-            raise ValueError(
-                "This SOInterExplainer has no black box (it was left out when the explainer "
-                "was saved); set black_box_ = as_black_box(model) to score it."
-            )
-        model = self.black_box_.predict
-        spec = self.output_spec_
-        full = spec.labels(in_chunks(model, X))[:, spec.target]
-        masked = spec.labels(in_chunks(model, self.masker_.mask_raw(X, masks)))[:, spec.target]
-        return float(np.mean(full == masked))
-
 
 def _silent(*args):
     """EarlyStopping's sink: the explainer's ``n_iter_`` tells when training stopped."""
