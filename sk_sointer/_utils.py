@@ -93,7 +93,8 @@ def writable_float32(X):
 def _store_params(estimator, params):
     """All an estimator's ``__init__`` does: store every parameter unchanged under its own
     name (scikit-learn's contract; ``fit`` validates). ``params`` is the ``locals()`` of
-    ``__init__``, read before anything else is defined there."""
+    ``__init__``, read before anything else is defined there; a skorch net's ``**kwargs``
+    (the prefixed options it hands to ``NeuralNet``) are not stored."""
     for name, value in params.items():
-        if name not in ("self", "__class__"):
+        if name not in ("self", "__class__", "kwargs"):
             setattr(estimator, name, value)

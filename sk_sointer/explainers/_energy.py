@@ -34,7 +34,7 @@ from skorch.dataset import unpack_data
 from skorch.utils import to_tensor
 
 from .._networks import EnergyMLP, build_network
-from .._utils import PortableNet
+from .._utils import PortableNet, _store_params
 from ._net import index_batches
 
 
@@ -267,11 +267,7 @@ class EnergyModel(PortableNet, NeuralNet):
 
     def __init__(self, module, *, configurations, in_features, loss, max_configurations,
                  n_candidates, **kwargs):
-        self.configurations = configurations
-        self.in_features = in_features
-        self.loss = loss
-        self.max_configurations = max_configurations
-        self.n_candidates = n_candidates
+        _store_params(self, locals())
         # The losses are computed in candidate_loss; skorch's parameters must hold a
         # criterion all the same.
         super().__init__(module, criterion=torch.nn.Module, **kwargs)
@@ -406,12 +402,26 @@ class EnergyModel(PortableNet, NeuralNet):
         if self.exact:
             return [log_marginal.exp() for log_marginal in self.log_marginals(X)]
         codes = self.argmin(X)
-        result = []
-        for i, s in enumerate(configurations.states):
-            options = codes.unsqueeze(1).repeat(1, s, 1)
-            options[:, :, i] = torch.arange(s, device=X.device)
-            result.append(torch.softmax(-self.energy(X, options), dim=1))
-        return result
+        return [torch.softmax(-self.value_energies(X, codes, i), dim=1)
+                for i in range(configurations.n_outputs)]
+
+    def value_energies(self, X, codes, output):
+        """``E(x, y)`` for every value of output ``output``, the other outputs at ``codes``:
+        ``(B, states[output])``."""
+        n_values = self.configurations.states[output]
+        options = codes.unsqueeze(1).repeat(1, n_values, 1)
+        options[:, :, output] = torch.arange(n_values, device=X.device)
+        return self.energy(X, options)
+
+    def free_energies(self, X, output):
+        """``F(x, v) = -log sum_{y: y_output = v} exp(-E(x, y))`` for every value ``v`` of
+        output ``output``, the other outputs summed out: ``(B, states[output])``
+        (enumerated configurations only)."""
+        table, phi = self._table(X.device)
+        energies = self.module_.table(X, phi)
+        values = table[:, output]
+        return torch.stack([-torch.logsumexp(-energies[:, values == v], dim=1)
+                            for v in range(self.configurations.states[output])], dim=1)
 
     def predict(self, X):
         """The configuration of lowest energy per row, ``(n_samples, n_outputs)`` int64."""

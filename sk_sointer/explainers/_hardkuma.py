@@ -106,14 +106,7 @@ class HardKumaNet(PredictorFirstNet):
 
     def __init__(self, module, *, selection_rate, transition_rate, pairs, predictor_masks,
                  lagrange_lr, lagrange_decay, lagrange_init, lagrange_rho, **kwargs):
-        self.selection_rate = selection_rate
-        self.transition_rate = transition_rate
-        self.pairs = pairs
-        self.predictor_masks = predictor_masks
-        self.lagrange_lr = lagrange_lr
-        self.lagrange_decay = lagrange_decay
-        self.lagrange_init = lagrange_init
-        self.lagrange_rho = lagrange_rho
+        _store_params(self, locals())
         super().__init__(module, **kwargs)
 
     def initialize_module(self):

@@ -66,11 +66,7 @@ class MEEDNet(SelectorJudgeNet):
     judge = "approximator"
 
     def __init__(self, module, *, feedback, k, tau, w_u, prior_weight, **kwargs):
-        self.feedback = feedback
-        self.k = k
-        self.tau = tau
-        self.w_u = w_u
-        self.prior_weight = prior_weight
+        _store_params(self, locals())
         super().__init__(module, **kwargs)
 
     def build_selector(self):

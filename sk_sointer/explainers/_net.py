@@ -35,7 +35,7 @@ from torch.utils.data import Subset
 
 from .._networks import build_network
 from .._outputs import OutputLoss, output_values
-from .._utils import PortableNet, in_chunks
+from .._utils import PortableNet, _store_params, in_chunks
 from .._topk import topk_mask
 from ..distributions import GumbelTopK
 
@@ -410,10 +410,7 @@ class ModelJudgedNet(SelectorJudgeNet):
     """
 
     def __init__(self, module, *, k, model_judge, n_samples=8, imitate=None, **kwargs):
-        self.k = k
-        self.model_judge = model_judge
-        self.n_samples = n_samples
-        self.imitate = imitate
+        _store_params(self, locals())
         super().__init__(module, **kwargs)
 
     def initialize_module(self):

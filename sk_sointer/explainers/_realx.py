@@ -51,10 +51,7 @@ class RealXNet(PredictorFirstNet):
     """
 
     def __init__(self, module, *, tau, alpha, schedule, relaxation="rebar", **kwargs):
-        self.relaxation = relaxation
-        self.tau = tau
-        self.alpha = alpha
-        self.schedule = schedule
+        _store_params(self, locals())
         super().__init__(module, **kwargs)
 
     def predictor_decay_epochs(self):

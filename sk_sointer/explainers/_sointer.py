@@ -61,21 +61,7 @@ class SOInterNet(SelectorJudgeNet):
                  energy_refit=False, straight_through=False, gradient="relaxed", n_samples=4,
                  black_box=None, rows=None, per_batch_query=False, fill="baseline",
                  n_draws=1, **kwargs):
-        self.black_box = black_box
-        self.rows = rows
-        self.per_batch_query = per_batch_query
-        self.fill = fill
-        self.n_draws = n_draws
-        self.straight_through = straight_through
-        self.gradient = gradient
-        self.n_samples = n_samples
-        self.energy = energy
-        self.k = k
-        self.tau = tau
-        self.target = target
-        self.objective = objective
-        self.margin = margin
-        self.energy_refit = energy_refit
+        _store_params(self, locals())
         super().__init__(module, **kwargs)
 
     def initialize_optimizer(self, *args, **kwargs):
@@ -213,22 +199,8 @@ class SOInterNet(SelectorJudgeNet):
         ``E(x~, [v, y~_-t])`` (``objective="joint"``) or the free energy with the other
         outputs summed out (``"marginal"``)."""
         if self.objective == "marginal":
-            return self.free_energies(rows)
-        n_values = self.energy.configurations.states[self.target]
-        options = masked_codes.unsqueeze(1).repeat(1, n_values, 1)
-        options[:, :, self.target] = torch.arange(n_values, device=rows.device)
-        return self.energy.energy(rows, options)
-
-    def free_energies(self, rows):
-        """``F(x, v) = -log sum_{y: y_t = v} exp(-E(x, y))`` for every value ``v`` of the
-        target: ``(B, states[target])``, the other outputs summed out."""
-        table, phi = self.energy._table(rows.device)
-        energies = self.energy.module_.table(rows, phi)
-        values = table[:, self.target]
-        n_values = self.energy.configurations.states[self.target]
-        return torch.stack(
-            [-torch.logsumexp(-energies[:, values == v], dim=1) for v in range(n_values)], dim=1
-        )
+            return self.energy.free_energies(rows, self.target)
+        return self.energy.value_energies(rows, masked_codes, self.target)
 
     def predict_masked(self, X, feature_masks):
         """The energy network's per-output marginals on ``m(x, s)``, in the model's columns
