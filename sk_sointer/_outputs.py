@@ -163,6 +163,13 @@ class OutputSpec:
             blocks.append(block if kind == "categorical" else np.hstack([1 - block, block]))
         return np.hstack(blocks)
 
+    def state_columns(self, states):
+        """Back from per-output distributions over values (one ``(B, n_states[i])`` tensor
+        per output, as :meth:`state_probabilities` lays them out) to the model's columns:
+        a Bernoulli output keeps the probability of 1."""
+        return torch.cat([block[:, 1:] if kind == "bernoulli" else block
+                          for kind, block in zip(self.kinds, states)], dim=1)
+
     def select(self, target):
         """The same spec with ``target`` as the output to explain (validated)."""
         if target is None:

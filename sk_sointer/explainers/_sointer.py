@@ -211,11 +211,7 @@ class SOInterNet(SelectorJudgeNet):
             rows = self.masker.mask(
                 X.to(device), feature_masks.to(device), append_mask=self.append_mask
             )
-            marginals = self.energy.marginals(rows)
-        columns = []
-        for kind, marginal in zip(self.output_spec.kinds, marginals):
-            columns.append(marginal[:, 1:] if kind == "bernoulli" else marginal)
-        return torch.cat(columns, dim=1)
+            return self.output_spec.state_columns(self.energy.marginals(rows))
 
 
 @fill_doc
@@ -553,23 +549,12 @@ class SOInterExplainer(BaseExplainer):
                                                                problem.output_spec.n_states)
 
     def _build_net(self, problem, **net_params):
+        same_name = ("tau", "margin", "energy_refit", "straight_through", "append_mask",
+                     "gradient", "n_samples", "fill", "n_draws")
         return SOInterNet(
-            self.selector,
-            energy=self.energy_net_.net_,
-            k=self.k_,
-            tau=self.tau,
-            target=problem.target,
-            objective=self.objective_,
-            margin=self.margin,
-            energy_refit=self.energy_refit,
-            straight_through=self.straight_through,
-            append_mask=self.append_mask,
-            gradient=self.gradient,
-            n_samples=self.n_samples,
-            per_batch_query=self.requery == "batch",
-            fill=self.fill,
-            n_draws=self.n_draws,
-            **problem.net_params(),
+            self.selector, energy=self.energy_net_.net_, k=self.k_, target=problem.target,
+            objective=self.objective_, per_batch_query=self.requery == "batch",
+            **{name: getattr(self, name) for name in same_name}, **problem.net_params(),
             **net_params,
         )
 
