@@ -121,6 +121,12 @@ n_features_in_ : int
 feature_names_in_ : ndarray of shape (``n_features_in_``,)
     Names of features seen during fit, when ``X`` had string column names.""",
 }
+# Runs of entries that every estimator lists in the same order, under one name.
+PARAMETER_DOCS["training"] = "\n\n".join(
+    PARAMETER_DOCS[name] for name in ("callbacks", "train_split", "device", "data_on_device"))
+PARAMETER_DOCS["fitted_"] = "\n\n".join(
+    PARAMETER_DOCS[name]
+    for name in ("k_", "output_spec_", "masker_", "n_features_in_", "feature_names_in_"))
 """Numpydoc entries of the parameters (and fitted attributes) shared by the explainers and the EVAL-X evaluator."""
 
 _PLACEHOLDER = re.compile(r"%(?:%|\((\w+)\)s)")

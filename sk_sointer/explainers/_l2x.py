@@ -109,13 +109,7 @@ class L2XExplainer(BaseExplainer):
     %(optimizer)s
         One instance steps both networks.
 
-    %(callbacks)s
-
-    %(train_split)s
-
-    %(device)s
-
-    %(data_on_device)s
+    %(training)s
 
     %(random_state)s
         It seeds weight initialisation, shuffling and the relaxation's noise.
@@ -131,15 +125,7 @@ class L2XExplainer(BaseExplainer):
     black_box_ : BlackBox or None
         The adapted model when ``fit`` received one, used by :meth:`score`.
 
-    %(k_)s
-
-    %(output_spec_)s
-
-    %(masker_)s
-
-    %(n_features_in_)s
-
-    %(feature_names_in_)s
+    %(fitted_)s
 
     See Also
     --------

@@ -341,13 +341,7 @@ class MEEDExplainer(BaseExplainer):
         The selector and the two approximators each get their own instance (one for both
         approximators).
 
-    %(callbacks)s
-
-    %(train_split)s
-
-    %(device)s
-
-    %(data_on_device)s
+    %(training)s
 
     %(random_state)s
         It seeds weight initialisation, shuffling and the relaxation's noise.
@@ -365,15 +359,7 @@ class MEEDExplainer(BaseExplainer):
         are given the outputs; ``None`` when ``fit`` got only the model's outputs (it
         then warns: the prior comes from the surrogate and :meth:`score` needs ``y``).
 
-    %(k_)s
-
-    %(output_spec_)s
-
-    %(masker_)s
-
-    %(n_features_in_)s
-
-    %(feature_names_in_)s
+    %(fitted_)s
 
     See Also
     --------

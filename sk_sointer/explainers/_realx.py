@@ -232,13 +232,7 @@ class RealXExplainer(BaseExplainer):
     %(optimizer)s
         The selector and the predictor each get their own instance.
 
-    %(callbacks)s
-
-    %(train_split)s
-
-    %(device)s
-
-    %(data_on_device)s
+    %(training)s
 
     %(random_state)s
         It seeds weight initialisation, shuffling, the random masks and REBAR's noise.
@@ -255,15 +249,7 @@ class RealXExplainer(BaseExplainer):
     black_box_ : BlackBox or None
         The adapted model when ``fit`` received one, used by :meth:`score`.
 
-    %(k_)s
-
-    %(output_spec_)s
-
-    %(masker_)s
-
-    %(n_features_in_)s
-
-    %(feature_names_in_)s
+    %(fitted_)s
 
     See Also
     --------

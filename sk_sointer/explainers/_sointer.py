@@ -370,13 +370,7 @@ class SOInterExplainer(BaseExplainer):
 
     %(optimizer)s
 
-    %(callbacks)s
-
-    %(train_split)s
-
-    %(device)s
-
-    %(data_on_device)s
+    %(training)s
 
     %(random_state)s
         It seeds both networks' initialisation, the masks and the relaxation's noise.
@@ -408,15 +402,7 @@ class SOInterExplainer(BaseExplainer):
     black_box_ : BlackBox
         The adapted model (SOInter must query it; it cannot be fitted on outputs).
 
-    %(k_)s
-
-    %(output_spec_)s
-
-    %(masker_)s
-
-    %(n_features_in_)s
-
-    %(feature_names_in_)s
+    %(fitted_)s
 
     See Also
     --------
