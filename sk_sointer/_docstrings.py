@@ -124,6 +124,8 @@ feature_names_in_ : ndarray of shape (``n_features_in_``,)
 # Runs of entries that every estimator lists in the same order, under one name.
 PARAMETER_DOCS["training"] = "\n\n".join(
     PARAMETER_DOCS[name] for name in ("callbacks", "train_split", "device", "data_on_device"))
+PARAMETER_DOCS["row_layout"] = "\n\n".join(
+    PARAMETER_DOCS[name] for name in ("baseline", "groups", "image_shape", "patch_size"))
 PARAMETER_DOCS["fitted_"] = "\n\n".join(
     PARAMETER_DOCS[name]
     for name in ("k_", "output_spec_", "masker_", "n_features_in_", "feature_names_in_"))

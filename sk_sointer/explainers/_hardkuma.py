@@ -285,13 +285,7 @@ zero_output=True)
 
     %(refine)s
 
-    %(baseline)s
-
-    %(groups)s
-
-    %(image_shape)s
-
-    %(patch_size)s
+    %(row_layout)s
 
     %(tokens)s
 

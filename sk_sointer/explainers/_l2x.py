@@ -80,13 +80,7 @@ class L2XExplainer(BaseExplainer):
 
     %(refine)s
 
-    %(baseline)s
-
-    %(groups)s
-
-    %(image_shape)s
-
-    %(patch_size)s
+    %(row_layout)s
 
     %(tokens)s
 

@@ -316,13 +316,7 @@ class MEEDExplainer(BaseExplainer):
 
     %(refine)s
 
-    %(baseline)s
-
-    %(groups)s
-
-    %(image_shape)s
-
-    %(patch_size)s
+    %(row_layout)s
 
     max_epochs : int, default=100
         Passes over the training data.

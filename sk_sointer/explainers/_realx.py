@@ -202,13 +202,7 @@ class RealXExplainer(BaseExplainer):
 
     %(refine)s
 
-    %(baseline)s
-
-    %(groups)s
-
-    %(image_shape)s
-
-    %(patch_size)s
+    %(row_layout)s
 
     %(tokens)s
 

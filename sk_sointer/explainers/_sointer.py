@@ -348,13 +348,7 @@ class SOInterExplainer(BaseExplainer):
         output (``"model"``: with the default :class:`~sk_sointer.ModelRefinement`). Off
         by default: SOInter's own training already re-queries the model on its masks.
 
-    %(baseline)s
-
-    %(groups)s
-
-    %(image_shape)s
-
-    %(patch_size)s
+    %(row_layout)s
 
     max_epochs : int, default=50
         Most outer iterations (an epoch of the interpreter, then a re-query of the model).
