@@ -208,6 +208,23 @@ class SelectorJudgeNet(PortableNet, NeuralNet):
         rows = X[:, : self.n_features]
         return self.masker.mask(rows, self.masker.expand(group_masks), append_mask=self.append_mask)
 
+    def group_masks(self, net_input, k, *, sample=False):
+        """Group masks (an ndarray) of the selector's top-k of what it is fed, or
+        (``sample``) of one Gumbel top-k draw per row from its logits; in evaluation
+        mode."""
+        self.module_.eval()
+        device = next(self.module_.parameters()).device
+
+        def masks(rows):
+            with torch.no_grad():
+                logits = self.module_(to_tensor(rows, device=device))
+                if sample:
+                    subsets = GumbelTopK(logits, k)
+                    return subsets.as_mask(subsets.sample()).cpu().numpy()
+                return topk_mask(logits, k).cpu().numpy()
+
+        return in_chunks(masks, net_input)
+
     def judge_raw(self, X, feature_masks):
         """Raw outputs (logits, standardised values) of the judge on feature-masked rows."""
         module = getattr(self, self.judge + "_")
@@ -450,17 +467,6 @@ class ModelJudgedNet(SelectorJudgeNet):
         self.step(self.optimizer_, loss, self.module_)
         return {"loss": costs.mean(), "y_pred": None}
 
-    def topk_group_masks(self, X):
-        """The selector's top-k group masks of what it is fed (an ndarray), in evaluation
-        mode."""
-        self.module_.eval()
-        device = next(self.module_.parameters()).device
-
-        def masks(rows):
-            with torch.no_grad():
-                return topk_mask(self.module_(to_tensor(rows, device=device)), self.k).cpu().numpy()
-
-        return in_chunks(masks, X)
 
 
 class KeepBestByModel(Callback):
@@ -474,7 +480,7 @@ class KeepBestByModel(Callback):
         self.patience = patience
 
     def _fidelity(self, net):
-        masks = net.topk_group_masks(self.net_input[self.index])
+        masks = net.group_masks(self.net_input[self.index], net.k)
         return net.model_judge.fidelity(self.index, masks)
 
     def on_train_begin(self, net, **kwargs):

@@ -25,7 +25,6 @@ import torch
 from sklearn.base import clone
 from sklearn.utils._param_validation import Interval, StrOptions
 from skorch.callbacks import Callback, EarlyStopping
-from skorch.utils import to_tensor
 
 from .._docstrings import fill_doc
 from .._networks import MLP
@@ -33,7 +32,7 @@ from .._utils import _store_params, in_chunks, resolve_device
 from .._topk import random_masks
 from ..base import BaseExplainer
 from .._topk import topk_mask
-from ..distributions import GumbelTopK, SubsetConcrete
+from ..distributions import SubsetConcrete
 from ._energy import EnergyNet
 from ._net import SelectorJudgeNet, score_function_loss
 
@@ -90,18 +89,7 @@ class SOInterNet(SelectorJudgeNet):
     def interpreter_masks(self, net_input, *, sample):
         """Feature masks of the interpreter's top-k (``sample=False``) or of a Gumbel top-k
         draw per row, for the rows the interpreter sees (``net_input``)."""
-        self.module_.eval()
-        device = next(self.module_.parameters()).device
-
-        def group_masks(rows):
-            with torch.no_grad():
-                logits = self.module_(to_tensor(rows, device=device))
-                if sample:
-                    subsets = GumbelTopK(logits, self.k)
-                    return subsets.as_mask(subsets.sample()).cpu().numpy()
-                return topk_mask(logits, self.k).cpu().numpy()
-
-        return self.masker.expand(in_chunks(group_masks, net_input))
+        return self.masker.expand(self.group_masks(net_input, self.k, sample=sample))
 
     def train_step(self, batch, **fit_params):
         X, index = self.batch_tensors(batch)
