@@ -1,5 +1,7 @@
 """Metrics for instance-wise feature selection.
 
+- one report of an explanation (fidelity, curves, ROAD, EVAL-X, stability, sparsity,
+  cost): :func:`evaluate`, each entry also a scorer through :func:`evaluation_scorer`;
 - fidelity to the black box: :func:`posthoc_accuracy` (MEED's FS-M and FU-M),
   :func:`approximator_accuracy` (FS-A and FU-A);
 - the level to beat: :func:`random_masks` of the explanations' sizes;
@@ -17,6 +19,14 @@ output second.
 """
 
 from ._evalx import EvalXEvaluator, encoding_gap
+from ._evaluate import (
+    ENTRIES,
+    LOWER_IS_BETTER,
+    evaluate,
+    evaluation_scorer,
+    insertion_deletion_curves,
+    relative_input_stability,
+)
 from ._fidelity import approximator_accuracy, posthoc_accuracy
 from ._ground_truth import (
     control_flow_selection_rate,
@@ -29,12 +39,17 @@ from ._sanity import mask_similarity, max_sensitivity, randomized_model
 from ._scorers import fdr_scorer, median_rank_scorer, tpr_scorer
 
 __all__ = [
+    "ENTRIES",
+    "LOWER_IS_BETTER",
     "EvalXEvaluator",
     "approximator_accuracy",
     "control_flow_selection_rate",
     "encoding_gap",
+    "evaluate",
+    "evaluation_scorer",
     "false_discovery_rate",
     "fdr_scorer",
+    "insertion_deletion_curves",
     "mask_similarity",
     "max_sensitivity",
     "median_rank",
@@ -42,6 +57,7 @@ __all__ = [
     "posthoc_accuracy",
     "random_masks",
     "randomized_model",
+    "relative_input_stability",
     "tpr_scorer",
     "true_positive_rate",
 ]

@@ -1,0 +1,414 @@
+"""One report of an explanation in the evaluation literature's terms: :func:`evaluate`.
+
+The entries, and where the literature names them:
+
+- fidelity with the selected features kept, and with them removed (MEED's FS-M and FU-M;
+  OpenXAI's prediction gaps on unimportant and important features, PGU and PGI, read as
+  agreements rather than gaps);
+- the insertion and deletion curves along the explainer's ranking and their areas
+  (shap.benchmark's keep and remove curves; :func:`insertion_deletion_curves`);
+- the same two fidelities with the left-out features imputed from the kept ones rather
+  than set to the baseline (ROAD's noisy linear imputation, for tables: each left-out
+  feature drawn from its Gaussian conditional on the kept ones), so that the mask's shape
+  cannot tell the model anything;
+- the EVAL-X eACC (:class:`EvalXEvaluator`);
+- stability: agreement with the masks of the same explainer refitted with other seeds,
+  and under small input perturbations (OpenXAI's relative input stability, RIS);
+- sparsity: features kept per row and their spread (``k=None`` methods vary);
+- cost: microseconds per row, and the rows after which fitting once has paid for itself
+  against a per-row explainer of a given cost.
+"""
+
+import time
+from numbers import Real
+
+import numpy as np
+from sklearn.base import clone
+from sklearn.utils import Bunch, check_random_state
+
+from .._masking import Masker
+from ..black_box import as_black_box, model_agreement
+from ._fidelity import _rows_and_masks
+from ._sanity import mask_similarity
+
+# Entries for which lower is better: their scorers return minus the value.
+LOWER_IS_BETTER = frozenset({
+    "fidelity_removed", "road_removed", "deletion_auc", "mask_change",
+    "relative_input_stability", "features_per_row", "us_per_row", "break_even_rows",
+})
+
+ENTRIES = (
+    "fidelity_kept", "fidelity_removed", "insertion_auc", "deletion_auc", "road_kept",
+    "road_removed", "eacc", "seed_agreement", "mask_change", "relative_input_stability",
+    "features_per_row", "features_per_row_std", "us_per_row", "fit_s", "break_even_rows",
+)
+"""Every entry :func:`evaluate` can compute, in the order it reports them."""
+
+
+def evaluate(explanation, model=None, X=None, *, baseline=None, scores=None, entries=None,
+             evaluator=None, X_reference=None, refit_seeds=(), X_fit=None, noise=0.05,
+             n_perturbations=10, n_steps=20, peer_ms_per_row=None, fit_seconds=None,
+             random_state=0):
+    """How faithful, stable, sparse and costly an explanation of ``X`` is, in one report.
+
+    Parameters
+    ----------
+    explanation : fitted explainer or array-like of the shape of X
+        An explainer (its masks of ``X``, its baseline, its scores for the curves, its
+        black box unless ``model`` is given) or raw 0/1 masks.
+    model : model, default=None
+        The black box; by default the explainer's own (``black_box_``).
+    X : array-like of shape (n_samples, n_features), or images
+        The rows explained.
+    baseline : {"mean", "zero"}, float or array-like, default=None
+        What fills the left-out features of raw masks (required with them: an explainer's
+        fidelity depends on it, so it is never guessed). With an explainer it must be None:
+        the explainer's own baseline (``masker_.baseline_``) is used.
+    scores : array-like of the shape of X, default=None
+        Scores that rank the features of each row, for the insertion and deletion curves;
+        by default the explainer's :meth:`explain`. Without them the curves are left out.
+    entries : iterable of str, default=None
+        The entries to compute (see :data:`ENTRIES`); by default every one the inputs allow.
+    evaluator : fitted EvalXEvaluator, default=None
+        Gives ``eacc``, its eACC of the masks.
+    X_reference : array-like, default=None
+        Rows that the ROAD imputation's Gaussian is fitted on; by default ``X``.
+    refit_seeds : iterable of int, default=()
+        For ``seed_agreement``: the explainer is refitted on ``X_fit`` and ``model`` with
+        each of these ``random_state`` values, and its masks of ``X`` compared with the
+        original ones (mean cosine, ``|S ∩ S'| / k`` for k-hot masks).
+    X_fit : array-like, default=None
+        The rows to refit on for ``seed_agreement``.
+    noise : float, default=0.05
+        For ``mask_change`` and ``relative_input_stability``: the perturbations are
+        Gaussian, with a standard deviation of ``noise`` times each feature's standard
+        deviation over ``X``.
+    n_perturbations : int, default=10
+        Perturbed copies of each row.
+    n_steps : int, default=20
+        Points of the insertion and deletion curves (at most one per feature).
+    peer_ms_per_row : float, default=None
+        The cost of a per-row explainer (KernelSHAP, LIME) in milliseconds per row, for
+        ``break_even_rows``.
+    fit_seconds : float, default=None
+        The explainer's fit time, for ``fit_s`` and ``break_even_rows``; by default the
+        explainer's ``fit_time_`` when it has one.
+    random_state : int, RandomState instance or None, default=0
+        Seeds the ROAD draws and the perturbations.
+
+    Returns
+    -------
+    report : Bunch
+        One key per entry computed (floats), plus ``fraction``, ``insertion`` and
+        ``deletion`` (the curves) with the areas, and ``notes``: why an entry asked for
+        was left out.
+
+    See Also
+    --------
+    posthoc_accuracy : The fidelity entries alone.
+    EvalXEvaluator : The judge behind ``eacc``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sk_sointer.metrics import evaluate
+    >>> X = np.random.RandomState(0).randn(200, 3)
+    >>> model = LogisticRegression().fit(X, X[:, 0] > 0)
+    >>> keep_first = np.tile([1.0, 0.0, 0.0], (200, 1))
+    >>> report = evaluate(keep_first, model, X, baseline="mean",
+    ...                   entries=["fidelity_kept", "fidelity_removed", "features_per_row"])
+    >>> report.fidelity_kept > 0.95, report.fidelity_removed < 0.6, report.features_per_row
+    (True, True, 1.0)
+    """
+    explainer = explanation if hasattr(explanation, "masker_") else None
+    if X is None:
+        raise ValueError("evaluate needs the rows X that the explanation explains.")
+    wanted = _wanted_entries(entries)
+    rng = check_random_state(random_state)
+    if explainer is not None:
+        if baseline is not None:
+            raise ValueError(
+                f"evaluate was given the explainer {type(explainer).__name__} and a baseline: "
+                "the explainer's own baseline fills the left-out features (masker_.baseline_)."
+            )
+        masks = explainer.transform(X)
+        masker = explainer.masker_
+        if scores is None and wanted & {"insertion_auc", "deletion_auc"}:
+            scores = explainer.explain(X)
+    else:
+        if baseline is None:
+            raise ValueError(
+                "evaluate needs the baseline that fills the left-out features when it is given "
+                "raw masks (the explainer's masker_.baseline_, \"mean\", \"zero\", a number or "
+                "one per feature): the fidelity of the same masks depends on it."
+            )
+        masks = explanation
+    rows, kept, row_shape = _rows_and_masks(X, masks, "selected")
+    if explainer is None:
+        masker = Masker(baseline).fit(rows)
+    black_box = _black_box(explainer, model, row_shape)
+    report = Bunch(notes={})
+
+    def fidelity(keep, fill=None):
+        return model_agreement(black_box, rows, masker.mask_raw(rows, keep, fill=fill))
+
+    if "fidelity_kept" in wanted:
+        report.fidelity_kept = fidelity(kept)
+    if "fidelity_removed" in wanted:
+        report.fidelity_removed = fidelity(~kept)
+    if wanted & {"insertion_auc", "deletion_auc"}:
+        if scores is None:
+            report.notes["insertion_auc"] = "needs scores (or an explainer) to rank features"
+        else:
+            report.update(_curves(black_box, masker, rows, scores, n_steps))
+    if wanted & {"road_kept", "road_removed"}:
+        if getattr(masker, "tokens", False):
+            report.notes["road_kept"] = "token ids have no Gaussian to impute from"
+        else:
+            reference = rows if X_reference is None else _rows_and_masks(
+                X_reference, np.ones_like(np.asarray(X_reference)), "selected")[0]
+            gaussian = _Gaussian(reference)
+            report.road_kept = fidelity(kept, gaussian.impute(rows, kept, rng))
+            report.road_removed = fidelity(~kept, gaussian.impute(rows, ~kept, rng))
+    if "eacc" in wanted and evaluator is not None:
+        report.eacc = float(evaluator.score_masks(X, masks)["eACC"])
+    if explainer is not None:
+        _stability(report, wanted, explainer, model, X, masks, rows, row_shape, refit_seeds,
+                   X_fit, noise, n_perturbations, rng)
+    counts = kept.sum(axis=1)
+    if "features_per_row" in wanted:
+        report.features_per_row = float(counts.mean())
+    if "features_per_row_std" in wanted:
+        report.features_per_row_std = float(counts.std())
+    if explainer is not None:
+        _cost(report, wanted, explainer, X, peer_ms_per_row, fit_seconds)
+    for name in wanted - set(report) - set(report.notes):
+        report.notes.setdefault(name, _MISSING.get(name, "needs a fitted explainer"))
+    return report
+
+
+_MISSING = {
+    "eacc": "needs evaluator=",
+    "seed_agreement": "needs an explainer, refit_seeds= and X_fit=",
+    "break_even_rows": "needs peer_ms_per_row= and a fit time",
+    "fit_s": "needs fit_seconds= (or an explainer's fit_time_)",
+}
+
+
+def _wanted_entries(entries):
+    if entries is None:
+        return set(ENTRIES)
+    entries = {entries} if isinstance(entries, str) else set(entries)
+    unknown = entries - set(ENTRIES)
+    if unknown:
+        raise ValueError(f"Unknown entries {sorted(unknown)}; known: {list(ENTRIES)}.")
+    return entries
+
+
+def _black_box(explainer, model, row_shape):
+    if model is not None:
+        return as_black_box(model).with_row_shape(row_shape)
+    if explainer is None:
+        raise ValueError("evaluate needs the model to judge raw masks: pass model=.")
+    if explainer.black_box_ is None:
+        raise ValueError(
+            f"This {type(explainer).__name__} holds no black box (fitted on outputs only, or "
+            "loaded without one): pass model= to evaluate it."
+        )
+    return explainer.black_box_
+
+
+def insertion_deletion_curves(black_box, X, scores, *, masker, n_steps=20):
+    """The model's agreement with itself as features are kept (insertion) or removed
+    (deletion) in the order of ``scores``, highest first.
+
+    For ``j`` of ``0, ..., n_features`` (``n_steps`` values at most, evenly spaced, both
+    ends included), insertion keeps each row's ``j`` best-scored features and fills the
+    others with ``masker``'s baseline; deletion fills those ``j`` and keeps the rest. A
+    faithful ranking rises fast on insertion and falls fast on deletion.
+
+    Parameters
+    ----------
+    black_box : BlackBox
+    X : ndarray of shape (n_samples, n_features)
+    scores : array-like of the size of X
+    masker : Masker
+        Fitted; its baseline fills the left-out features.
+    n_steps : int, default=20
+
+    Returns
+    -------
+    curves : Bunch
+        ``fraction`` (``j / n_features``), ``insertion`` and ``deletion`` (agreements, as
+        :func:`posthoc_accuracy` counts them) and their areas over the fraction,
+        ``insertion_auc`` and ``deletion_auc`` (trapezoids, in [0, 1] for classifiers).
+    """
+    return Bunch(**_curves(black_box, masker, X, scores, n_steps))
+
+
+def _curves(black_box, masker, rows, scores, n_steps):
+    n_features = rows.shape[1]
+    scores = np.asarray(scores, dtype=np.float64).reshape(rows.shape)
+    # Rank of each feature in its row, best first; ties keep the column order.
+    order = np.argsort(-scores, axis=1, kind="stable")
+    rank = np.empty_like(order)
+    np.put_along_axis(rank, order, np.arange(n_features)[None, :].repeat(len(rows), 0), axis=1)
+    steps = np.unique(np.linspace(0, n_features, min(n_steps, n_features + 1)).round().astype(int))
+    insertion, deletion = [], []
+    for j in steps:
+        top = rank < j
+        insertion.append(model_agreement(black_box, rows, masker.mask_raw(rows, top)))
+        deletion.append(model_agreement(black_box, rows, masker.mask_raw(rows, ~top)))
+    fraction = steps / n_features
+    insertion, deletion = np.asarray(insertion), np.asarray(deletion)
+    return {"fraction": fraction, "insertion": insertion, "deletion": deletion,
+            "insertion_auc": float(np.trapezoid(insertion, fraction)),
+            "deletion_auc": float(np.trapezoid(deletion, fraction))}
+
+
+class _Gaussian:
+    """A Gaussian fitted on reference rows, whose conditionals impute left-out features:
+    ROAD's noisy linear imputation for tables (the conditional mean is linear in the kept
+    features; the draw adds the conditional noise)."""
+
+    def __init__(self, reference):
+        reference = np.asarray(reference, dtype=np.float64)
+        self.mean = reference.mean(axis=0)
+        cov = np.atleast_2d(np.cov(reference, rowvar=False))
+        # A ridge of a millionth of the average variance keeps constant or collinear
+        # features from making the conditionals singular.
+        self.cov = cov + 1e-6 * max(np.trace(cov) / len(cov), 1e-12) * np.eye(len(cov))
+
+    def impute(self, X, kept, rng):
+        """``X`` with the features outside ``kept`` drawn from their conditional on the
+        kept ones (rows sharing a pattern of kept features are drawn together)."""
+        X = np.asarray(X, dtype=np.float64)
+        filled = X.copy()
+        patterns, inverse = np.unique(kept, axis=0, return_inverse=True)
+        for index, pattern in enumerate(patterns):
+            rows, left = np.flatnonzero(inverse.ravel() == index), ~pattern
+            if not left.any():
+                continue
+            mean = np.broadcast_to(self.mean[left], (len(rows), left.sum()))
+            cov = self.cov[np.ix_(left, left)]
+            if pattern.any():
+                gain = np.linalg.solve(self.cov[np.ix_(pattern, pattern)],
+                                       self.cov[np.ix_(pattern, left)])
+                mean = mean + (X[np.ix_(rows, pattern)] - self.mean[pattern]) @ gain
+                cov = cov - self.cov[np.ix_(left, pattern)] @ gain
+            root = np.linalg.cholesky((cov + cov.T) / 2 + 1e-9 * np.eye(len(cov)))
+            filled[np.ix_(rows, left)] = mean + rng.standard_normal(mean.shape) @ root.T
+        return filled
+
+
+def _stability(report, wanted, explainer, model, X, masks, rows, row_shape, refit_seeds,
+               X_fit, noise, n_perturbations, rng):
+    if "seed_agreement" in wanted and len(refit_seeds) and X_fit is not None:
+        black_box = explainer.black_box_ if model is None else model
+        agreements = [
+            mask_similarity(masks, clone(explainer).set_params(random_state=seed)
+                            .fit(X_fit, black_box).transform(X))
+            for seed in refit_seeds
+        ]
+        report.seed_agreement = float(np.mean(agreements))
+        report.seed_agreements = np.asarray(agreements)
+    if not wanted & {"mask_change", "relative_input_stability"}:
+        return
+    flat_masks = np.reshape(masks, rows.shape) > 0
+    scores = np.reshape(explainer.explain(X), rows.shape).astype(np.float64)
+    scale = noise * rows.std(axis=0)
+    worst_change = np.zeros(len(rows))
+    worst_ris = np.zeros(len(rows))
+    for _ in range(n_perturbations):
+        moved = rows + rng.standard_normal(rows.shape) * scale
+        moved = moved.astype(rows.dtype, copy=False)
+        shaped = moved if row_shape is None else moved.reshape(len(rows), *row_shape)
+        moved_masks = np.reshape(explainer.transform(shaped), rows.shape) > 0
+        changed = (flat_masks & ~moved_masks).sum(axis=1) / np.maximum(flat_masks.sum(axis=1), 1)
+        worst_change = np.maximum(worst_change, changed)
+        moved_scores = np.reshape(explainer.explain(shaped), rows.shape).astype(np.float64)
+        worst_ris = np.maximum(worst_ris, relative_input_stability(rows, moved, scores,
+                                                                   moved_scores))
+    if "mask_change" in wanted:
+        report.mask_change = float(worst_change.mean())
+    if "relative_input_stability" in wanted:
+        report.relative_input_stability = float(worst_ris.mean())
+
+
+def relative_input_stability(X, X_moved, scores, moved_scores, *, eps=1e-6, eps_min=1e-4):
+    """OpenXAI's relative input stability of each row (Agarwal et al. 2022, eq. 2): the
+    relative change of the explanation over the relative change of the input,
+
+        ||(e(x) - e(x')) / e(x)|| / max(||(x - x') / x||, eps_min),
+
+    with ``eps`` added to each denominator's absolute value. Lower is more stable.
+
+    Parameters
+    ----------
+    X, X_moved : ndarray of shape (n_samples, n_features)
+    scores, moved_scores : ndarray of shape (n_samples, n_features)
+    eps, eps_min : float
+
+    Returns
+    -------
+    ris : ndarray of shape (n_samples,)
+    """
+    explanation = np.linalg.norm((scores - moved_scores) / (np.abs(scores) + eps), axis=1)
+    inputs = np.linalg.norm((X - X_moved) / (np.abs(X) + eps), axis=1)
+    return explanation / np.maximum(inputs, eps_min)
+
+
+def _cost(report, wanted, explainer, X, peer_ms_per_row, fit_seconds):
+    if wanted & {"us_per_row", "break_even_rows"}:
+        explainer.transform(X[: min(len(X), 64)])  # warm-up
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            explainer.transform(X)
+            times.append(time.perf_counter() - start)
+        report.us_per_row = float(np.median(times) / len(X) * 1e6)
+    fit_s = fit_seconds if fit_seconds is not None else getattr(explainer, "fit_time_", None)
+    if fit_s is not None and "fit_s" in wanted:
+        report.fit_s = float(fit_s)
+    if "break_even_rows" in wanted and fit_s is not None and peer_ms_per_row is not None:
+        if not isinstance(peer_ms_per_row, Real) or peer_ms_per_row <= 0:
+            raise ValueError(f"peer_ms_per_row should be a positive number; got {peer_ms_per_row!r}.")
+        saved = peer_ms_per_row / 1e3 - report.us_per_row / 1e6
+        report.break_even_rows = float(fit_s / saved) if saved > 0 else float("inf")
+
+
+class _EntryScorer:
+    """A scorer ``(explainer, X, y=None) -> float`` of one :func:`evaluate` entry."""
+
+    def __init__(self, entry, **kwargs):
+        if entry not in ENTRIES:
+            raise ValueError(f"Unknown entry {entry!r}; known: {list(ENTRIES)}.")
+        self.entry = entry
+        self.kwargs = kwargs
+
+    def __call__(self, explainer, X, y=None):
+        report = evaluate(explainer, X=X, entries=[self.entry], **self.kwargs)
+        if self.entry not in report:
+            raise ValueError(f"evaluate could not compute {self.entry!r}: "
+                             f"{report.notes.get(self.entry)}.")
+        value = report[self.entry]
+        return -value if self.entry in LOWER_IS_BETTER else value
+
+    def __repr__(self):
+        options = "".join(f", {key}={value!r}" for key, value in self.kwargs.items())
+        return f"evaluation_scorer({self.entry!r}{options})"
+
+
+def evaluation_scorer(entry, **kwargs):
+    """A scorer ``(explainer, X, y=None)`` of one entry of :func:`evaluate`, for
+    ``GridSearchCV(scoring=...)``: the entry's value, or minus it where lower is better
+    (:data:`LOWER_IS_BETTER`). ``kwargs`` go to :func:`evaluate`.
+
+    Examples
+    --------
+    >>> from sk_sointer.metrics import evaluation_scorer
+    >>> evaluation_scorer("deletion_auc")
+    evaluation_scorer('deletion_auc')
+    """
+    return _EntryScorer(entry, **kwargs)

@@ -1,0 +1,191 @@
+"""evaluate: one report of an explanation, each entry checked against a hand computation on a
+tiny case."""
+
+import numpy as np
+import pytest
+import torch
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GridSearchCV
+
+from sk_sointer import L2XExplainer, as_black_box
+from sk_sointer.datasets import make_orange_skin
+from sk_sointer.metrics import (
+    ENTRIES,
+    EvalXEvaluator,
+    evaluate,
+    evaluation_scorer,
+    mask_similarity,
+    relative_input_stability,
+)
+from sk_sointer.metrics._evaluate import _Gaussian
+
+torch.set_num_threads(1)
+
+# The model answers the side of x0: feature 0 decides, feature 1 does nothing. At the zero
+# baseline x0 = 0 gives p = 0.5, which counts as the negative answer.
+SIGN = as_black_box(lambda rows: 1 / (1 + np.exp(-10 * rows[:, 0])), output="proba")
+X = np.array([[1.0, 5.0], [-1.0, 5.0], [2.0, -3.0], [-2.0, -3.0]])
+KEEP_X0 = np.tile([1.0, 0.0], (4, 1))
+KEEP_X1 = np.tile([0.0, 1.0], (4, 1))
+
+
+def test_fidelity_kept_and_removed_by_hand():
+    # Keeping x0: every answer stays. Removing it: the two positive rows flip to negative.
+    report = evaluate(KEEP_X0, SIGN, X, baseline="zero",
+                      entries=["fidelity_kept", "fidelity_removed"])
+    assert (report.fidelity_kept, report.fidelity_removed) == (1.0, 0.5)
+    report = evaluate(KEEP_X1, SIGN, X, baseline="zero",
+                      entries=["fidelity_kept", "fidelity_removed"])
+    assert (report.fidelity_kept, report.fidelity_removed) == (0.5, 1.0)
+
+
+def test_insertion_and_deletion_curves_and_areas_by_hand():
+    scores = np.tile([2.0, 1.0], (4, 1))  # x0 first
+    report = evaluate(KEEP_X0, SIGN, X, baseline="zero", scores=scores,
+                      entries=["insertion_auc", "deletion_auc"])
+    np.testing.assert_array_equal(report.fraction, [0.0, 0.5, 1.0])
+    # Insertion: nothing kept (all negative: half agree), x0 kept, both kept.
+    np.testing.assert_array_equal(report.insertion, [0.5, 1.0, 1.0])
+    # Deletion: nothing removed, x0 removed, both removed.
+    np.testing.assert_array_equal(report.deletion, [1.0, 0.5, 0.5])
+    assert report.insertion_auc == pytest.approx(0.5 * (0.5 + 1.0) / 2 + 0.5 * (1.0 + 1.0) / 2)
+    assert report.deletion_auc == pytest.approx(0.5 * (1.0 + 0.5) / 2 + 0.5 * (0.5 + 0.5) / 2)
+    # The reverse ranking is worse on both curves.
+    worse = evaluate(KEEP_X1, SIGN, X, baseline="zero", scores=scores[:, ::-1],
+                     entries=["insertion_auc", "deletion_auc"])
+    assert worse.insertion_auc < report.insertion_auc
+    assert worse.deletion_auc > report.deletion_auc
+
+
+def test_road_imputes_left_out_features_from_the_kept_ones():
+    rng = np.random.RandomState(0)
+    x0 = rng.randn(400)
+    reference = np.c_[x0, 2 * x0 + 0.01 * rng.randn(400)]
+    gaussian = _Gaussian(reference)
+    kept = np.tile([False, True], (400, 1))
+    imputed = gaussian.impute(reference, kept, np.random.RandomState(1))
+    np.testing.assert_array_equal(imputed[:, 1], reference[:, 1])  # kept: untouched
+    # The conditional mean is x1 / 2 (up to the noise of 0.01 / 2), its noise that small.
+    np.testing.assert_allclose(imputed[:, 0], reference[:, 1] / 2, atol=0.03)
+    # Nothing kept: draws from the marginal, with its mean and spread.
+    marginal = gaussian.impute(reference, ~np.ones_like(kept), np.random.RandomState(2))
+    assert abs(marginal[:, 0].mean()) < 0.15 and 0.8 < marginal[:, 0].std() < 1.2
+    # Through evaluate: keeping x1 alone loses the answer at the baseline but keeps it once
+    # x0 is imputed from x1 (the signs agree).
+    report = evaluate(np.tile([0.0, 1.0], (400, 1)), SIGN, reference, baseline="zero",
+                      entries=["fidelity_kept", "road_kept", "road_removed"])
+    assert report.fidelity_kept == pytest.approx(np.mean(x0 <= 0), abs=0.01)
+    assert report.road_kept > 0.97
+    # Removing x1 and keeping x0 keeps every answer either way.
+    assert report.road_removed == 1.0
+
+
+def test_relative_input_stability_by_hand():
+    X = np.array([[1.0, 2.0]])
+    moved = np.array([[1.1, 2.0]])
+    scores = np.array([[0.5, 0.25]])
+    moved_scores = np.array([[0.5, 0.5]])
+    # Explanation: ||(0, -0.25) / (0.5, 0.25)|| = 1; input: ||(-0.1, 0) / (1, 2)|| = 0.1.
+    np.testing.assert_allclose(relative_input_stability(X, moved, scores, moved_scores,
+                                                        eps=0.0), [10.0])
+    # No input change: the floor eps_min keeps the ratio finite.
+    assert relative_input_stability(X, X, scores, scores)[0] == 0.0
+
+
+def test_sparsity_counts_features_per_row():
+    masks = np.array([[1, 0, 0], [1, 1, 0], [1, 1, 1]], dtype=float)
+    rows = np.random.RandomState(0).randn(3, 3)
+    model = as_black_box(lambda r: 1 / (1 + np.exp(-r[:, 0])), output="proba")
+    report = evaluate(masks, model, rows, baseline="mean",
+                      entries=["features_per_row", "features_per_row_std"])
+    assert report.features_per_row == 2.0
+    assert report.features_per_row_std == pytest.approx(np.sqrt(2 / 3))
+
+
+@pytest.fixture(scope="module")
+def orange():
+    X, y, _ = make_orange_skin(n_samples=800, random_state=0)
+    model = LogisticRegression().fit(X, y)
+    explainer = L2XExplainer(k=4, max_epochs=3, batch_size=100, random_state=0,
+                             device="cpu").fit(X[:600], model)
+    return X, model, explainer
+
+
+def test_an_explainer_brings_its_masks_baseline_scores_and_model(orange):
+    X, model, explainer = orange
+    rows = X[600:]
+    report = evaluate(explainer, X=rows, entries=["fidelity_kept", "insertion_auc"])
+    assert report.fidelity_kept == explainer.score(rows)  # the same baseline, the same model
+    by_hand = evaluate(explainer.transform(rows), model, rows,
+                       baseline=explainer.masker_.baseline_, scores=explainer.explain(rows),
+                       entries=["fidelity_kept", "insertion_auc"])
+    assert by_hand.fidelity_kept == report.fidelity_kept
+    np.testing.assert_array_equal(by_hand.insertion, report.insertion)
+    with pytest.raises(ValueError, match="own baseline"):
+        evaluate(explainer, X=rows, baseline="zero")
+    with pytest.raises(ValueError, match="needs the baseline"):
+        evaluate(explainer.transform(rows), model, rows)
+    with pytest.raises(ValueError, match="Unknown entries"):
+        evaluate(explainer, X=rows, entries=["accuracy"])
+
+
+def test_seed_agreement_is_one_for_the_same_seed_and_the_mask_cosine_otherwise(orange):
+    X, model, explainer = orange
+    rows, fit_rows = X[600:], X[:600]
+    same = evaluate(explainer, X=rows, entries=["seed_agreement"], refit_seeds=[0],
+                    X_fit=fit_rows)
+    assert same.seed_agreement == 1.0
+    other = evaluate(explainer, X=rows, entries=["seed_agreement"], refit_seeds=[1],
+                     X_fit=fit_rows)
+    refit = L2XExplainer(k=4, max_epochs=3, batch_size=100, random_state=1,
+                         device="cpu").fit(fit_rows, model)
+    assert other.seed_agreement == mask_similarity(explainer.transform(rows),
+                                                   refit.transform(rows))
+    assert "seed_agreement" in evaluate(explainer, X=rows, entries=["seed_agreement"]).notes
+
+
+def test_stability_under_perturbation_is_zero_without_noise_and_grows_with_it(orange):
+    X, _, explainer = orange
+    rows = X[600:700]
+    still = evaluate(explainer, X=rows, entries=["mask_change", "relative_input_stability"],
+                     noise=0.0, n_perturbations=2)
+    assert (still.mask_change, still.relative_input_stability) == (0.0, 0.0)
+    moved = evaluate(explainer, X=rows, entries=["mask_change"], noise=1.0, n_perturbations=3)
+    assert 0.0 < moved.mask_change <= 1.0
+
+
+def test_cost_and_break_even_rows(orange):
+    X, _, explainer = orange
+    report = evaluate(explainer, X=X[600:], entries=["us_per_row", "fit_s", "break_even_rows"],
+                      fit_seconds=2.0, peer_ms_per_row=10.0)
+    assert report.us_per_row > 0 and report.fit_s == 2.0
+    assert report.break_even_rows == pytest.approx(2.0 / (0.01 - report.us_per_row * 1e-6))
+
+
+def test_eacc_is_the_evaluators(orange):
+    X, model, explainer = orange
+    evaluator = EvalXEvaluator(max_epochs=2, batch_size=100, random_state=0,
+                               device="cpu").fit(X[:600], model)
+    rows = X[600:]
+    report = evaluate(explainer, X=rows, entries=["eacc"], evaluator=evaluator)
+    assert report.eacc == evaluator.score_masks(rows, explainer.transform(rows))["eACC"]
+
+
+def test_every_entry_is_reported_or_explained(orange):
+    X, _, explainer = orange
+    report = evaluate(explainer, X=X[600:650], n_perturbations=2)
+    assert set(ENTRIES) <= set(report) | set(report.notes)
+    assert set(report.notes) == {"eacc", "seed_agreement", "break_even_rows", "fit_s"}
+
+
+def test_an_entry_as_a_grid_search_scorer(orange):
+    X, model, explainer = orange
+    search = GridSearchCV(L2XExplainer(max_epochs=2, batch_size=100, random_state=0,
+                                       device="cpu"),
+                          {"k": [1, 4]}, scoring=evaluation_scorer("fidelity_kept"),
+                          cv=2).fit(X[:400], black_box=as_black_box(model))
+    assert search.best_params_ == {"k": 4}  # orange skin's four features keep the answer
+    # Where lower is better, the scorer gives minus the entry.
+    rows = X[600:]
+    removed = evaluate(explainer, X=rows, entries=["fidelity_removed"]).fidelity_removed
+    assert evaluation_scorer("fidelity_removed")(explainer, rows) == -removed
