@@ -52,7 +52,8 @@ setup(
         # The tests run every example and build the gallery, so they need the plotting,
         # documentation and data packages too.
         "test": ["pytest", "pandas", "hypothesis", *PLOT, *DOC, *DATASETS, *DASK],
-        "bench": ["shap", "lime", "captum", "pandas", *DATASETS],
+        # quantus: the reference for metrics.relative_input_stability (it pulls in OpenCV).
+        "bench": ["shap", "lime", "captum", "quantus", "pandas", *DATASETS],
         "datasets": DATASETS,
         "plot": PLOT,
         "doc": [*PLOT, *DOC, *DATASETS],

@@ -86,9 +86,8 @@ def test_relative_input_stability_by_hand():
     scores = np.array([[0.5, 0.25]])
     moved_scores = np.array([[0.5, 0.5]])
     # Explanation: ||(0, -0.25) / (0.5, 0.25)|| = 1; input: ||(-0.1, 0) / (1, 2)|| = 0.1.
-    np.testing.assert_allclose(relative_input_stability(X, moved, scores, moved_scores,
-                                                        eps=0.0), [10.0])
-    # No input change: the floor eps_min keeps the ratio finite.
+    np.testing.assert_allclose(relative_input_stability(X, moved, scores, moved_scores), [10.0])
+    # No input change: eps_min in place of the zero keeps the ratio finite.
     assert relative_input_stability(X, X, scores, scores)[0] == 0.0
 
 
@@ -189,3 +188,19 @@ def test_an_entry_as_a_grid_search_scorer(orange):
     rows = X[600:]
     removed = evaluate(explainer, X=rows, entries=["fidelity_removed"]).fidelity_removed
     assert evaluation_scorer("fidelity_removed")(explainer, rows) == -removed
+
+
+def test_relative_input_stability_is_quantus_objective():
+    quantus = pytest.importorskip(
+        "quantus", reason="Quantus is in the bench extra only: it pulls in OpenCV")
+    rng = np.random.RandomState(0)
+    X = rng.randn(20, 5)
+    X[0, 1] = 0.0  # zeros take eps_min in both
+    moved = X + 0.1 * rng.randn(20, 5)
+    scores, moved_scores = rng.randn(20, 5), rng.randn(20, 5)
+    scores[3, 2] = 0.0
+    metric = quantus.RelativeInputStability(nr_samples=1, disable_warnings=True)
+    expected = metric.relative_input_stability_objective(X.copy(), moved.copy(), scores,
+                                                         moved_scores)
+    np.testing.assert_allclose(relative_input_stability(X, moved, scores, moved_scores),
+                               expected)

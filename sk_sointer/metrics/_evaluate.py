@@ -336,27 +336,31 @@ def _stability(report, wanted, explainer, model, X, masks, rows, row_shape, refi
         report.relative_input_stability = float(worst_ris.mean())
 
 
-def relative_input_stability(X, X_moved, scores, moved_scores, *, eps=1e-6, eps_min=1e-4):
-    """OpenXAI's relative input stability of each row (Agarwal et al. 2022, eq. 2): the
-    relative change of the explanation over the relative change of the input,
+def relative_input_stability(X, X_moved, scores, moved_scores, *, eps_min=1e-6):
+    """OpenXAI's relative input stability of each row (Agarwal et al. 2022, eq. 2), as
+    Quantus computes it: the relative change of the explanation over the relative change
+    of the input,
 
-        ||(e(x) - e(x')) / e(x)|| / max(||(x - x') / x||, eps_min),
+        ||(e(x) - e(x')) / e(x)|| / ||(x - x') / x||,
 
-    with ``eps`` added to each denominator's absolute value. Lower is more stable.
+    with ``eps_min`` in place of a zero in any denominator. Lower is more stable.
 
     Parameters
     ----------
     X, X_moved : ndarray of shape (n_samples, n_features)
     scores, moved_scores : ndarray of shape (n_samples, n_features)
-    eps, eps_min : float
+        The explanations of ``X`` and of ``X_moved``.
+    eps_min : float, default=1e-6
 
     Returns
     -------
     ris : ndarray of shape (n_samples,)
     """
-    explanation = np.linalg.norm((scores - moved_scores) / (np.abs(scores) + eps), axis=1)
-    inputs = np.linalg.norm((X - X_moved) / (np.abs(X) + eps), axis=1)
-    return explanation / np.maximum(inputs, eps_min)
+    def relative(before, after):
+        return np.linalg.norm((before - after) / np.where(before == 0, eps_min, before), axis=1)
+
+    inputs = relative(X, X_moved)
+    return relative(scores, moved_scores) / np.where(inputs == 0, eps_min, inputs)
 
 
 def _cost(report, wanted, explainer, X, peer_ms_per_row, fit_seconds):
