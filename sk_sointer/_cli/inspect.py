@@ -6,11 +6,10 @@ with: no estimator and no torch module is built and no tensor data is read, so a
 anyone can be looked at before it is loaded.
 """
 
-import inspect as _signatures
 import json
 import math
 
-from ._common import _InputError, _one_line
+from ._common import _InputError, _defaults, _one_line
 
 # Bytes per element of the safetensors dtypes (as the header names them).
 _DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2,
@@ -93,12 +92,11 @@ def _non_default(cls, params):
     signature of ``__init__`` (nothing is built), in the file's order."""
     from .._persist import _encode
 
-    signature = _signatures.signature(cls.__init__).parameters
+    defaults = _defaults(cls)
     names = []
     for name, value in params.items():
-        default = signature.get(name)
         try:
-            same = default is not None and _encode(default.default, name) == value
+            same = name in defaults and _encode(defaults[name], name) == value
         except ValueError:
             same = False
         if not same:
@@ -245,8 +243,8 @@ def _shape_text(shape):
 
 
 def _text(summary):
-    lines = [f"{summary['file']}: a fitted {summary['class']} saved by sk_sointer.save "
-             f"(format version {summary['format_version']})"]
+    lines = [(f"{summary['file']}: a fitted {summary['class']} saved by sk_sointer.save "
+              f"(format version {summary['format_version']})")]
     version = f"written by sk_sointer {summary['sk_sointer_version']}"
     if summary["version_differs"]:
         version += f"; installed: {summary['installed_version']} (differs)"
