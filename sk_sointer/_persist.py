@@ -277,13 +277,7 @@ def load(path, *, device="cpu", black_box=None):
     >>> loaded.score(X) == expl.score(X)
     True
     """
-    path = _path_of(path)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"No such file: {path}.")
-    if not os.path.isfile(path):
-        raise IsADirectoryError(f"{path} is not a file (a folder?); give the path of a file "
-                                "written by sk_sointer.save.")
-    doc, header = _read_document(path)
+    path, doc, header = read_header(path)
     cls = _class_named(doc.get("class"))
     estimator = _with_params(cls, _decode_object(doc.get("params"), "parameters"))
     attributes = _attributes(doc, estimator, header)
@@ -351,6 +345,40 @@ def _class_named(name):
             f"{', '.join(sorted(known))}."
         )
     return known[name]
+
+
+def read_header(path):
+    """What a file written by :func:`save` says it holds, without building anything.
+
+    Reads only the safetensors header and its JSON document: no tensor data, no estimator
+    and no torch module. :func:`load` starts here, and so does ``python -m sk_sointer
+    inspect``.
+
+    Returns
+    -------
+    path : str
+        ``path`` as a str.
+    doc : dict
+        The JSON document (format version checked; nothing else decoded).
+    header : dict
+        ``{tensor name: (shape, safetensors dtype name)}``.
+
+    Raises
+    ------
+    OSError
+        If ``path`` does not exist or is not a file.
+    ValueError
+        If the file is not a safetensors file, was not written by :func:`save`, holds
+        invalid or too deeply nested JSON, or comes from a newer format version.
+    """
+    path = _path_of(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"No such file: {path}.")
+    if not os.path.isfile(path):
+        raise IsADirectoryError(f"{path} is not a file (a folder?); give the path of a file "
+                                "written by sk_sointer.save.")
+    doc, header = _read_document(path)
+    return path, doc, header
 
 
 def _read_document(path):

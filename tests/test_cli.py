@@ -1,6 +1,7 @@
 """The command line: ``python -m sk_sointer demo`` and ``explain``, run in-process."""
 
 import csv
+import json
 import os
 import re
 
@@ -813,3 +814,276 @@ def test_explain_serves_sointer_on_one_output_of_a_multi_label_model(capsys, tmp
 def test_demo_refuses_sointer_on_its_single_output_sets_with_one_line(capsys):
     err = run_error(capsys, ["demo", "--method", "sointer", "--n-samples", "100", *FAST])
     assert "SOInterExplainer explains one output of a model with several outputs" in err
+
+
+# -- inspect -------------------------------------------------------------------------------
+
+SMALL = {"max_epochs": 1, "batch_size": 64, "random_state": 0, "device": "cpu"}
+GROUPS = np.array([0, 0, 1, 1, 2])
+
+
+def _inspected_cases():
+    from sklearn.multioutput import MultiOutputClassifier
+
+    return {
+        "l2x-groups-names": (lambda: sk_sointer.L2XExplainer(k=2, groups=GROUPS, **SMALL),
+                             "names"),
+        "realx": (lambda: sk_sointer.RealXExplainer(k=2, predictor_epochs=1, max_epochs=2,
+                                                   batch_size=64, random_state=0,
+                                                   device="cpu"), "model"),
+        "meed": (lambda: sk_sointer.MEEDExplainer(k=1, **SMALL), "model"),
+        "hardkuma": (lambda: sk_sointer.HardKumaExplainer(selection_rate=0.4, predictor_epochs=1,
+                                                         max_epochs=2, batch_size=64,
+                                                         random_state=0, device="cpu"),
+                     "outputs"),
+        "sointer": (lambda: sk_sointer.SOInterExplainer(
+            target=1, k=2, energy=sk_sointer.EnergyNet(max_epochs=1), energy_masks=1,
+            **SMALL), MultiOutputClassifier),
+        "evalx": (lambda: metrics.EvalXEvaluator(baseline="zero", **SMALL), "model"),
+    }
+
+
+@pytest.fixture(scope="module")
+def inspected(data, tmp_path_factory):
+    """Every class save supports, fitted briefly and saved: {case: (estimator, path)}."""
+    import pandas as pd
+
+    X, y = data
+    folder = tmp_path_factory.mktemp("inspect")
+    model = LogisticRegression().fit(X, y)
+    saved = {}
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    for case, (make, fit_on) in _inspected_cases().items():
+        estimator = make()
+        if fit_on == "names":
+            estimator.fit(pd.DataFrame(X, columns=NAMES), X[:, 0] + X[:, 2])
+        elif fit_on == "model":
+            estimator.fit(X, black_box=model)
+        elif fit_on == "outputs":
+            estimator.fit(X, y)
+        else:
+            labels = np.c_[y, X[:, 2] > 0].astype(int)
+            estimator.fit(X, black_box=fit_on(LogisticRegression()).fit(X, labels))
+        path = str(folder / f"{case}.safetensors")
+        sk_sointer.save(estimator, path)
+        saved[case] = (estimator, path)
+    torch.set_num_threads(threads)
+    return saved
+
+
+def inspect_json(capsys, path):
+    assert main(["inspect", path, "--json"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    return json.loads(captured.out)
+
+
+@needs_persist
+@pytest.mark.parametrize("case", list(_inspected_cases()))
+def test_inspect_json_gives_what_the_saved_estimator_has(case, inspected, capsys):
+    from safetensors.torch import load_file
+
+    estimator, path = inspected[case]
+    summary = inspect_json(capsys, path)
+    assert summary["class"] == type(estimator).__name__
+    assert summary["format_version"] == 1
+    assert summary["sk_sointer_version"] == sk_sointer.__version__
+    assert summary["version_differs"] is False
+    assert summary["black_box"]["stored"] is False
+    assert summary["selection"]["k"] == getattr(estimator, "k_", None)
+    if case == "hardkuma":
+        assert summary["selection"]["selection_rate"] == estimator.selection_rate_
+    data = summary["data"]
+    assert data["n_features"] == estimator.n_features_in_ == N_FEATURES
+    assert data["n_groups"] == estimator.masker_.n_groups_
+    assert data["tokens"] is False and data["n_tokens"] is None
+    spec = estimator.output_spec_
+    outputs = summary["outputs"]
+    assert outputs["kinds"] == list(spec.kinds)
+    assert outputs["n_outputs"] == len(spec.blocks)
+    assert outputs["n_columns"] == spec.n_columns
+    assert outputs["target"] == spec.target
+    # The parameters: every one, plain JSON, the non-default ones named.
+    params = estimator.get_params(deep=False)
+    assert set(summary["params"]) == set(params)
+    assert summary["params"]["random_state"] == 0
+    assert summary["params"]["device"] == "cpu"
+    assert {"random_state", "device"} <= set(summary["non_default_params"])
+    assert "verbose" not in summary["non_default_params"]
+    # The tensors: as many, as large, as the file holds, each part's shapes as the nets'.
+    tensors = load_file(path)
+    assert summary["tensors"]["count"] == len(tensors)
+    assert summary["tensors"]["parameters"] == sum(value.numel() for value in tensors.values())
+    assert summary["tensors"]["bytes"] == sum(value.numel() * value.element_size()
+                                              for value in tensors.values())
+    parts = {part["prefix"]: part for part in summary["tensors"]["parts"]}
+    assert sum(part["count"] for part in parts.values()) == len(tensors)
+    selector = parts["net_.module_"]
+    assert selector["role"] == ("evaluator" if case == "evalx" else "selector")
+    assert selector["tensors"] == {
+        name: {"shape": list(value.shape), "dtype": selector["tensors"][name]["dtype"]}
+        for name, value in estimator.net_.module_.state_dict().items()
+    }
+    assert parts["masker_"]["tensors"]["mean_"] == {"shape": [N_FEATURES], "dtype": "F64"}
+
+
+@needs_persist
+def test_inspect_json_details_of_groups_names_classes_and_the_target(inspected, capsys):
+    l2x = inspect_json(capsys, inspected["l2x-groups-names"][1])
+    assert l2x["data"]["n_groups"] == 3
+    assert l2x["data"]["feature_names"] == NAMES
+    assert l2x["params"]["groups"] == GROUPS.tolist()
+    assert l2x["params"]["selector"]["factory"] == "MLP"
+    assert l2x["params"]["selector"]["params"]["hidden_units"] == [100, 100]
+    assert set(l2x["non_default_params"]) == {"k", "groups", "max_epochs", "batch_size",
+                                              "random_state", "device"}
+    assert l2x["outputs"]["kinds"] == ["real"] and l2x["outputs"]["classes"] is None
+    sointer = inspect_json(capsys, inspected["sointer"][1])
+    assert sointer["outputs"]["classes"] == [[0, 1], [0, 1]]
+    assert sointer["outputs"]["target"] == 1
+    assert sointer["params"]["energy"]["factory"] == "EnergyNet"
+    roles = [part["role"] for part in sointer["tensors"]["parts"]]
+    assert roles == ["selector", "energy network", "masker (feature means, scales and baseline)",
+                     "output standardisation"]
+    energy = inspected["sointer"][0].energy_net_.net_.module_
+    assert sointer["tensors"]["parts"][1]["count"] == len(energy.state_dict())
+
+
+@needs_persist
+def test_inspect_prints_a_readable_summary(inspected, capsys):
+    estimator, path = inspected["sointer"]
+    assert main(["inspect", path]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0] == (f"{path}: a fitted SOInterExplainer saved by sk_sointer.save "
+                        "(format version 1)")
+    assert f"written by sk_sointer {sk_sointer.__version__} (the installed version)" in out
+    assert "Data: 5 features" in lines
+    assert "Selection: k = 2" in lines
+    assert "Outputs: 2 outputs (4 columns): categorical, categorical" in lines
+    assert "  target: output 1 (the one explained)" in lines
+    assert any(line.startswith("Black box: not stored") for line in lines)
+    # The parameters set are listed first, marked; the defaults after.
+    params = [line for line in lines if line.startswith(("  * ", "    ")) and " = " in line]
+    marked = [line.split()[1] for line in params if line.startswith("  * ")]
+    assert set(marked) == {"target", "k", "energy", "energy_masks", "max_epochs",
+                           "batch_size", "random_state", "device"}
+    assert params[:len(marked)] == [line for line in params if line.startswith("  * ")]
+    assert "  * target = 1" in lines
+    from safetensors.torch import load_file
+
+    tensors = load_file(path)
+    total = sum(value.numel() for value in tensors.values())
+    assert f"Tensors: {len(tensors)}, {total:,} values, " in out
+    weight = estimator.net_.module_.state_dict()["0.weight"]
+    assert f"    0.weight: ({weight.shape[0]}, {weight.shape[1]}) F32" in lines
+    l2x = inspected["l2x-groups-names"][1]
+    assert main(["inspect", l2x]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "Data: 5 features in 3 groups" in lines
+    assert "  feature names: a, b, c, d, e" in lines
+
+
+@needs_persist
+def test_inspect_builds_nothing_and_reads_no_tensor_data(inspected, capsys, monkeypatch):
+    import functools
+
+    import safetensors
+
+    from sk_sointer import _persist
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("inspect built or read something")
+
+    monkeypatch.setattr(torch.nn.Module, "__init__", refuse)
+    for cls in _persist._public_estimators().values():
+        monkeypatch.setattr(cls, "__init__", functools.wraps(cls.__init__)(refuse))
+    monkeypatch.setattr(_persist, "load_file", refuse)
+    monkeypatch.setattr(_persist, "_small_tensors", refuse)
+    opened = []
+    real_open = safetensors.safe_open
+
+    class HeaderOnly:
+        """safe_open, refusing to read a tensor's data."""
+
+        def __init__(self, *args, **kwargs):
+            self._file = real_open(*args, **kwargs)
+            opened.append(args[0])
+
+        def __enter__(self):
+            self._file.__enter__()
+            return self
+
+        def __exit__(self, *exc):
+            return self._file.__exit__(*exc)
+
+        def get_tensor(self, name):
+            refuse()
+
+        def __getattr__(self, name):
+            return getattr(self._file, name)
+
+    monkeypatch.setattr(safetensors, "safe_open", HeaderOnly)
+    for estimator, path in inspected.values():
+        summary = inspect_json(capsys, path)
+        assert summary["class"] == type(estimator).__name__
+        assert main(["inspect", path]) == 0
+        capsys.readouterr()
+    assert len(opened) == 2 * len(inspected)
+    # The patches bite: loading would need what inspect does not use.
+    with pytest.raises(AssertionError, match="inspect built or read something"):
+        sk_sointer.load(inspected["l2x-groups-names"][1])
+
+
+def _rewritten(path, new_path, edit):
+    from safetensors import safe_open
+    from safetensors.torch import load_file, save_file
+
+    with safe_open(path, framework="pt") as file:
+        document = json.loads(file.metadata()["sk_sointer"])
+    edit(document)
+    save_file(load_file(path), new_path, metadata={"sk_sointer": json.dumps(document)})
+    return str(new_path)
+
+
+@needs_persist
+def test_inspect_says_when_the_writing_version_differs(inspected, capsys, tmp_path):
+    path = _rewritten(inspected["meed"][1], tmp_path / "old.safetensors",
+                      lambda doc: doc.update(sk_sointer_version="0.0.1"))
+    summary = inspect_json(capsys, path)
+    assert summary["sk_sointer_version"] == "0.0.1"
+    assert summary["version_differs"] is True
+    assert main(["inspect", path]) == 0
+    assert (f"Version: written by sk_sointer 0.0.1; installed: {sk_sointer.__version__} "
+            "(differs)") in capsys.readouterr().out.splitlines()
+
+
+@needs_persist
+def test_inspect_refuses_what_load_refuses_in_one_line(inspected, capsys, tmp_path):
+    from safetensors.torch import save_file
+
+    def one_line(argv):
+        err = run_error(capsys, argv)
+        assert err.count("\n") == 1 and err.startswith("sk_sointer inspect: error: ")
+        return err
+
+    missing = str(tmp_path / "missing.safetensors")
+    assert f"No such file: {missing}." in one_line(["inspect", missing])
+    assert "is not a file (a folder?)" in one_line(["inspect", str(tmp_path)])
+    pickled = tmp_path / "model.pkl"
+    pickled.write_bytes(b"\x80\x04\x95 not a safetensors file")
+    assert f"{pickled} is not a safetensors file" in one_line(["inspect", str(pickled)])
+    foreign = str(tmp_path / "foreign.safetensors")
+    save_file({"weight": torch.zeros(2, 2)}, foreign, metadata={"format": "pt"})
+    assert "was not written by sk_sointer.save" in one_line(["inspect", foreign, "--json"])
+    newer = _rewritten(inspected["meed"][1], tmp_path / "newer.safetensors",
+                       lambda doc: doc.update(format_version=2))
+    assert "written in format version 2" in one_line(["inspect", newer])
+    assert "upgrade sk_sointer" in one_line(["inspect", newer])
+    unknown = _rewritten(inspected["meed"][1], tmp_path / "unknown.safetensors",
+                         lambda doc: doc.update({"class": "os.system"}))
+    assert "estimator class 'os.system' is not one" in one_line(["inspect", unknown])
+    broken = _rewritten(inspected["meed"][1], tmp_path / "broken.safetensors",
+                        lambda doc: doc.update(output_spec=[1, 2]))
+    assert "document is malformed" in one_line(["inspect", broken])

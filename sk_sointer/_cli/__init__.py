@@ -1,9 +1,19 @@
-"""Command-line interface: ``python -m sk_sointer {demo,explain}``.
+"""Command-line interface: ``python -m sk_sointer {demo,explain,inspect}``.
 
 ``demo`` trains a black box on one of the built-in synthetic sets, explains it and reports
 fidelity, agreement with the ground truth and timings. ``explain`` explains a saved model on
 the rows of a CSV file and writes the masks (and, if asked, the scores behind them) to CSV
 files; it can save the fitted explainer, or load a saved one instead of fitting.
+``inspect`` prints what a file written by :func:`sk_sointer.save` holds, before one loads a
+file someone sent: the class and the sk_sointer version that wrote it, the parameters (those
+differing from the defaults first, marked ``*``), the data (features, groups, row or image
+shape, tokens, feature names), k, the outputs (kinds, classes, SOInter's target) and the
+tensors (count, values and bytes, and each part's shapes), from the file's header alone: no
+estimator or torch module is built and no tensor data is read. ``--json`` prints the same as
+one JSON object::
+
+    python -m sk_sointer inspect explainer.safetensors
+    python -m sk_sointer inspect explainer.safetensors --json
 
 Exit status: 2 for bad input (options, files, parameter names and values: whatever the
 CLI's or the estimator's validation rejects), with a one-line message on stderr and never a
@@ -21,6 +31,7 @@ import traceback
 from ._common import _InputError, _ModelError, _defaults, _methods
 from .demo import _DEMO_MIN_ROWS, _DEMO_SETS, _run_demo
 from .explain import _run_explain
+from .inspect import _run_inspect
 
 
 def _positive_int(text):
@@ -184,6 +195,24 @@ def _build_parser():
     explain.add_argument("--debug", action="store_true",
                          help="when the model raises, print the full traceback too")
     explain.set_defaults(handler=_run_explain)
+
+    inspect = commands.add_parser(
+        "inspect",
+        help="show what a file saved by sk_sointer.save holds, without loading it",
+        description="Print what a file written by sk_sointer.save (or explain "
+        "--save-explainer) holds: the class and the sk_sointer version that wrote it, the "
+        "parameters (those differing from the defaults first, marked *), the data (features, "
+        "groups, row or image shape, tokens, feature names), k, the outputs (kinds, classes, "
+        "SOInter's target) and the tensors (count, values, bytes and each part's shapes). "
+        "Only the file's header is read: no estimator or network is built and no weight is "
+        "loaded, so a file from anyone can be looked at before loading it. The black box is "
+        "never stored: give it to sk_sointer.load. Exit status: 2 if the file is missing or "
+        "not one sk_sointer.save wrote.",
+    )
+    inspect.add_argument("file", metavar="FILE", help="a .safetensors file saved by sk_sointer")
+    inspect.add_argument("--json", action="store_true",
+                         help="print the summary as one JSON object")
+    inspect.set_defaults(handler=_run_inspect)
     return parser
 
 
@@ -195,9 +224,10 @@ def main(argv=None):
     except SystemExit as exc:  # argparse has printed the usage and the error
         return exc.code if isinstance(exc.code, int) else 2
 
-    import torch
+    if hasattr(args, "threads"):
+        import torch
 
-    torch.set_num_threads(args.threads)
+        torch.set_num_threads(args.threads)
     try:
         return args.handler(args)
     except _InputError as exc:

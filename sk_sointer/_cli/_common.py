@@ -91,7 +91,14 @@ def _method(name):
 
 
 def _defaults(cls):
-    return cls().get_params(deep=False)
+    """The parameters' defaults, read from the signature of ``__init__`` (which stores each
+    unchanged, scikit-learn's contract) without building an estimator."""
+    import inspect
+
+    return {name: param.default
+            for name, param in inspect.signature(cls.__init__).parameters.items()
+            if name != "self"
+            and param.kind in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY)}
 
 
 def _user_params(args):
