@@ -154,7 +154,9 @@ def _images_and_masks(images, masks):
     """Images ready for ``imshow`` and their masks over the pixels, one per image."""
     images = [_image(image) for image in np.asarray(images)]
     if len(masks) != len(images):
-        raise ValueError(f"masks should hold one mask per image ({len(images)}); got {len(masks)}.")
+        raise ValueError(
+            f"masks should hold one mask per image ({len(images)}); got {len(masks)}."
+        )
     return images, [_pixel_mask(masks[i], image.shape[:2]) for i, image in enumerate(images)]
 
 
@@ -930,10 +932,10 @@ class ComparisonDisplay:
         if len(images) != lengths.pop():
             raise ValueError("images and masks should cover the same rows.")
         shown = images[:max_rows]
-        drawn = None
-        masks = {}
+        drawn, masks = None, {}
         for name in names:
-            drawn, masks[name] = _images_and_masks(shown, np.asarray(masks_by_name[name])[:max_rows])
+            shown_masks = np.asarray(masks_by_name[name])[:max_rows]
+            drawn, masks[name] = _images_and_masks(shown, shown_masks)
         return cls(masks, images=drawn).plot(ax=ax)
 
     @classmethod
@@ -1175,7 +1177,10 @@ def insertion_deletion_curves(explainer, X, *, model=None, n_steps=None):
     (1.0, 1.0)
     """
     check_is_fitted(explainer)
-    black_box = as_black_box(model) if model is not None else getattr(explainer, "black_box_", None)
+    if model is not None:
+        black_box = as_black_box(model)
+    else:
+        black_box = getattr(explainer, "black_box_", None)
     if black_box is None:
         raise ValueError(
             f"This {type(explainer).__name__} holds no model (it was fitted on outputs only, "

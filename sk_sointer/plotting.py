@@ -1,22 +1,24 @@
 """Pictures of explanations (needs matplotlib: ``pip install "sk_sointer[plot]"``).
 
-The pictures are Displays, in scikit-learn's convention (:mod:`sk_sointer.display`):
-``SomeDisplay.from_explainer(explainer, X)`` or ``SomeDisplay.from_masks(masks)`` computes
-the values, stores them and draws; ``.plot(ax=...)`` draws them again. The functions here
-are shortcuts that build a Display and return the Axes it drew on:
+The pictures are Displays, in scikit-learn's convention (:mod:`sk_sointer.display`,
+re-exported here): ``SomeDisplay.from_explainer(explainer, X)`` or
+``SomeDisplay.from_masks(masks)`` computes the values, stores them and draws;
+``.plot(ax=...)`` draws them again. The functions here are shortcuts that build a Display
+from masks in hand and return the Axes it drew on:
 
-- which features each row relied on: :func:`plot_masks` (:class:`MaskDisplay`);
-- how often each feature is selected, overall or per class: :func:`plot_selection_frequency`
-  (:class:`SelectionFrequencyDisplay`);
-- masks over images, pixel or patch masks: :func:`plot_image_masks` (:class:`ImageMaskDisplay`);
-- the selected words of texts: :func:`plot_tokens` (:class:`TokenMaskDisplay`);
+- which features each row relied on: :func:`plot_masks` (:class:`.MaskDisplay`);
+- how often each feature is selected, overall or per class:
+  :func:`plot_selection_frequency` (:class:`.SelectionFrequencyDisplay`);
+- masks over images, pixel or patch masks: :func:`plot_image_masks`
+  (:class:`.ImageMaskDisplay`);
+- the selected words of texts: :func:`plot_tokens` (:class:`.TokenMaskDisplay`);
 - fidelity as ``k`` grows, from a fitted search: :func:`plot_fidelity_vs_k`
-  (:class:`FidelityVsKDisplay`);
-- several explainers on the same rows: :func:`plot_comparison` (:class:`ComparisonDisplay`);
+  (:class:`.FidelityVsKDisplay`);
+- several explainers on the same rows: :func:`plot_comparison` (:class:`.ComparisonDisplay`);
 - one panel per explained output of a multi-output model: :func:`plot_targets`
-  (:class:`TargetsDisplay`);
-- insertion and deletion curves of an explainer's scores: :class:`InsertionDeletionDisplay`
-  and :func:`insertion_deletion_curves`.
+  (:class:`.TargetsDisplay`);
+- insertion and deletion curves of an explainer's scores: :class:`.InsertionDeletionDisplay`
+  and :func:`.insertion_deletion_curves` (no shortcut).
 
 Every function draws into ``ax`` when given (one Axes, or one per panel for the functions
 that draw several) and returns what it drew on: an Axes, or an ndarray of Axes whose
@@ -60,7 +62,7 @@ def plot_masks(masks, *, feature_names=None, explainer=None, row_labels=None, ma
                ax=None, cmap="Greys"):
     """Heat map of masks (or scores): one row per sample, one column per feature.
 
-    A shortcut for :meth:`MaskDisplay.from_masks` (same parameters).
+    A shortcut for :meth:`.MaskDisplay.from_masks` (same parameters).
 
     Returns
     -------
@@ -76,7 +78,7 @@ def plot_selection_frequency(masks, *, by=None, feature_names=None, explainer=No
                              top=None, ax=None):
     """Bar chart of how often each feature is selected, overall or per group of rows.
 
-    A shortcut for :meth:`SelectionFrequencyDisplay.from_masks` (same parameters).
+    A shortcut for :meth:`.SelectionFrequencyDisplay.from_masks` (same parameters).
 
     Returns
     -------
@@ -92,7 +94,7 @@ def plot_image_masks(images, masks, *, titles=None, n_cols=5, color="tab:orange"
                      ax=None):
     """Masks painted over images, one panel per image.
 
-    A shortcut for :meth:`ImageMaskDisplay.from_masks` (same parameters).
+    A shortcut for :meth:`.ImageMaskDisplay.from_masks` (same parameters).
 
     Returns
     -------
@@ -106,7 +108,7 @@ def plot_image_masks(images, masks, *, titles=None, n_cols=5, color="tab:orange"
 def plot_tokens(tokens, masks, *, sequencer=None, color="tab:orange", width=60, ax=None):
     """Texts with the selected words highlighted, one text under the other.
 
-    A shortcut for :meth:`TokenMaskDisplay.from_masks` (same parameters).
+    A shortcut for :meth:`.TokenMaskDisplay.from_masks` (same parameters).
 
     Returns
     -------
@@ -121,7 +123,7 @@ def plot_tokens(tokens, masks, *, sequencer=None, color="tab:orange", width=60, 
 def plot_fidelity_vs_k(search, *, param="k", ax=None):
     """Mean cross-validated score (fidelity by default) against ``k``, from a fitted search.
 
-    A shortcut for :meth:`FidelityVsKDisplay.from_search` (same parameters).
+    A shortcut for :meth:`.FidelityVsKDisplay.from_search` (same parameters).
 
     Returns
     -------
@@ -135,7 +137,7 @@ def plot_comparison(masks_by_name, *, images=None, feature_names=None, explainer
                     max_rows=20, ax=None):
     """Several explainers on the same rows, side by side.
 
-    A shortcut for :meth:`ComparisonDisplay.from_masks` (same parameters).
+    A shortcut for :meth:`.ComparisonDisplay.from_masks` (same parameters).
 
     Returns
     -------
@@ -150,7 +152,7 @@ def plot_targets(masks_by_target, *, feature_names=None, explainer=None, by=None
                  ax=None):
     """One selection-frequency panel per explained output of a multi-output model.
 
-    A shortcut for :meth:`TargetsDisplay.from_masks` (same parameters).
+    A shortcut for :meth:`.TargetsDisplay.from_masks` (same parameters).
 
     Returns
     -------

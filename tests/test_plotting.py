@@ -11,8 +11,19 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.colors import to_rgba  # noqa: E402
 
-from sk_sointer import L2XExplainer  # noqa: E402
+from sk_sointer import L2XExplainer, as_black_box  # noqa: E402
 from sk_sointer import plotting  # noqa: E402
+from sk_sointer.display import (  # noqa: E402
+    ComparisonDisplay,
+    FidelityVsKDisplay,
+    ImageMaskDisplay,
+    InsertionDeletionDisplay,
+    MaskDisplay,
+    SelectionFrequencyDisplay,
+    TargetsDisplay,
+    TokenMaskDisplay,
+    insertion_deletion_curves,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -226,18 +237,6 @@ def test_missing_matplotlib_names_the_extra(monkeypatch, masks):
 
 # -- Displays: the values stored, the artists holding them, ax= respected ------------------
 
-from sk_sointer import as_black_box  # noqa: E402
-from sk_sointer.display import (  # noqa: E402
-    ComparisonDisplay,
-    FidelityVsKDisplay,
-    ImageMaskDisplay,
-    InsertionDeletionDisplay,
-    MaskDisplay,
-    SelectionFrequencyDisplay,
-    TargetsDisplay,
-    TokenMaskDisplay,
-    insertion_deletion_curves,
-)
 
 
 @pytest.fixture
