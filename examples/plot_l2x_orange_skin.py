@@ -62,9 +62,10 @@ plt.show()
 # The explainer's scores (``explain``) rank each row's features. Keeping only the top
 # ``j`` of them (the rest at the baseline) should bring the model back to its own answer
 # quickly, and removing them should lose it quickly: a large area under insertion, a small
-# one under deletion. With four of ten features deciding the label, both curves turn near
-# 0.4.
+# one under deletion. Where every feature is at the baseline, both curves meet at the share
+# of rows of the model's answer on the mean row.
 display = InsertionDeletionDisplay.from_explainer(explainer, X_test, name="L2X")
 print(f"insertion AUC: {display.insertion_auc:.3f}, deletion AUC: {display.deletion_auc:.3f}")
-display.ax_.set_title("the model's answer as top features are inserted or deleted")
+display.ax_.set_title("L2X's ranking of the features")
+display.figure_.tight_layout()
 plt.show()

@@ -1340,7 +1340,7 @@ class InsertionDeletionDisplay:
         (self.deletion_line_,) = ax.plot(
             self.fraction, self.deletion, marker=".", linestyle="--",
             label=f"{prefix}deletion (AUC = {self.deletion_auc:.2f})")
-        ax.set_xlabel("share of the top-ranked features inserted / deleted")
+        ax.set_xlabel("fraction of features, top-ranked first")
         ax.set_ylabel("agreement with the model")
         ax.set_xlim(0, 1)
         ax.legend(fontsize="small")
