@@ -325,6 +325,17 @@ def test_image_mask_display_from_an_explainer_fitted_on_flat_rows_with_an_image_
     np.testing.assert_array_equal(np.array(display.masks), masks)
     np.testing.assert_allclose(display.images[1], X[1].reshape(4, 4))
     assert len(display.axes_) == 3
+    scores = ImageMaskDisplay.from_explainer(explainer, X[:3], method="explain", alpha=1.0)
+    expected = explainer.explain(X[:3])[0].reshape(4, 4)
+    np.testing.assert_allclose(scores.masks[0], expected, rtol=1e-6)
+    painted = scores.overlays_[0].get_array()[..., 3]
+    np.testing.assert_allclose(painted, np.clip(expected / expected.max(), 0, 1), rtol=1e-6)
+
+    # Several explainers over the same images: the image, then one paint per explainer.
+    both = ComparisonDisplay.from_explainers({"a": explainer, "b": explainer}, X, max_rows=2)
+    assert both.axes_.shape == (2, 3)
+    np.testing.assert_array_equal(both.masks["b"][1], masks[1])
+    np.testing.assert_allclose(both.panels_[1][1].get_array()[..., 3], 0.6 * masks[1])
 
 
 def test_token_mask_display_stores_words_and_boxes_the_selected_ones():
