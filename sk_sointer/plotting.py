@@ -18,7 +18,7 @@ from masks in hand and return the Axes it drew on:
 - one panel per explained output of a multi-output model: :func:`plot_targets`
   (:class:`.TargetsDisplay`);
 - insertion and deletion curves of an explainer's scores: :class:`.InsertionDeletionDisplay`
-  and :func:`.insertion_deletion_curves` (no shortcut).
+  and :func:`~sk_sointer.display.insertion_deletion_curves` (no shortcut).
 
 Every function draws into ``ax`` when given (one Axes, or one per panel for the functions
 that draw several) and returns what it drew on: an Axes, or an ndarray of Axes whose
