@@ -27,7 +27,7 @@ from sklearn.neural_network import MLPClassifier
 
 from sk_sointer import L2XExplainer
 from sk_sointer.datasets import make_nonlinear_additive
-from sk_sointer.plotting import plot_fidelity_vs_k
+from sk_sointer.display import FidelityVsKDisplay
 
 # The test suite sets SK_SOINTER_FAST_EXAMPLES=1 to run this on a small budget.
 FAST = os.environ.get("SK_SOINTER_FAST_EXAMPLES") == "1"
@@ -62,8 +62,8 @@ print(f"best fidelity {best:.3f}; chosen {search.best_params_} with "
 # Fidelity against k
 # ------------------
 # The star marks the setting the refit rule chose.
-ax = plot_fidelity_vs_k(search)
-ax.set_ylabel("post-hoc accuracy (3-fold mean)")
-ax.set_title("the shortest explanation within two points of the best")
-ax.figure.tight_layout()
+display = FidelityVsKDisplay.from_search(search, param="k")
+display.ax_.set_ylabel("post-hoc accuracy (3-fold mean)")
+display.ax_.set_title("the shortest explanation within two points of the best")
+display.figure_.tight_layout()
 plt.show()

@@ -30,8 +30,8 @@ from sklearn.neural_network import MLPClassifier
 
 from sk_sointer import HardKumaExplainer
 from sk_sointer.datasets import make_nonlinear_additive
+from sk_sointer.display import SelectionFrequencyDisplay
 from sk_sointer.metrics import true_positive_rate
-from sk_sointer.plotting import plot_selection_frequency
 
 torch.set_num_threads(1)
 n_model = 1000 if FAST else 10_000
@@ -80,7 +80,7 @@ ax_rate.legend(fontsize="small", ncol=3, loc="upper center")
 # Which features are kept at 30 %
 # -------------------------------
 names = [f"x{j + 1}" for j in range(X.shape[1])]  # x1-x4 decide the label
-plot_selection_frequency(masks[0.3], feature_names=names, ax=ax_features)
+SelectionFrequencyDisplay.from_masks(masks[0.3], feature_names=names, ax=ax_features)
 ax_features.set_title("selected at a target of 30 %")
 fig.tight_layout()
 plt.show()

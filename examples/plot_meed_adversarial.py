@@ -29,8 +29,8 @@ from sklearn.datasets import load_digits
 from sklearn.neural_network import MLPClassifier
 
 from sk_sointer import MEEDExplainer
+from sk_sointer.display import ComparisonDisplay
 from sk_sointer.metrics import posthoc_accuracy
-from sk_sointer.plotting import plot_comparison
 
 torch.set_num_threads(1)
 n_test = 400
@@ -83,8 +83,9 @@ fig.tight_layout()
 # --------------------------------------------
 # One digit of each of five classes.
 shown = [np.flatnonzero(y_test == digit)[0] for digit in (2, 3, 5, 8, 9)]
-axes = plot_comparison({name: selected[shown] for name, selected in masks.items()},
-                       images=X_test[shown].reshape(-1, 8, 8))
-axes.flat[0].figure.suptitle(f"{k} pixels kept of 64")
-axes.flat[0].figure.tight_layout()
+display = ComparisonDisplay.from_masks(
+    {name: selected[shown] for name, selected in masks.items()},
+    images=X_test[shown].reshape(-1, 8, 8))
+display.figure_.suptitle(f"{k} pixels kept of 64")
+display.figure_.tight_layout()
 plt.show()

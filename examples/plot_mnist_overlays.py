@@ -26,8 +26,8 @@ import torch
 
 from sk_sointer import L2XExplainer
 from sk_sointer.datasets import load_mnist_3_vs_8
+from sk_sointer.display import ImageMaskDisplay
 from sk_sointer.metrics import posthoc_accuracy
-from sk_sointer.plotting import plot_image_masks
 
 torch.set_num_threads(1)
 torch.manual_seed(0)
@@ -104,7 +104,7 @@ print(f"post-hoc accuracy, 4 random patches:  "
 # ----------------------------------------------
 shown = slice(0, 10)
 titles = [f"CNN: {'8' if c else '3'}" for c in predicted[shown]]
-axes = plot_image_masks(X_test[shown], masks[shown], titles=titles, n_cols=5)
-axes.flat[0].figure.suptitle("L2X: the 4 patches of 4 x 4 that keep the CNN's answer")
-axes.flat[0].figure.tight_layout()
+display = ImageMaskDisplay.from_masks(X_test[shown], masks[shown], titles=titles, n_cols=5)
+display.figure_.suptitle("L2X: the 4 patches of 4 x 4 that keep the CNN's answer")
+display.figure_.tight_layout()
 plt.show()

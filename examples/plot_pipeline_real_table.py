@@ -25,8 +25,8 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from sk_sointer import L2XExplainer, as_black_box
+from sk_sointer.display import MaskDisplay, SelectionFrequencyDisplay
 from sk_sointer.metrics import posthoc_accuracy
-from sk_sointer.plotting import plot_masks, plot_selection_frequency
 
 # The test suite sets SK_SOINTER_FAST_EXAMPLES=1 to run this on a small budget.
 FAST = os.environ.get("SK_SOINTER_FAST_EXAMPLES") == "1"
@@ -61,9 +61,9 @@ print(f"post-hoc accuracy, 3 random columns:    "
 # pipeline's answer.
 predicted = np.where(pipeline.predict(X_test) == 1, "benign", "malignant")
 fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 9.5))
-plot_masks(masks, explainer=explainer, row_labels=predicted, max_rows=20, ax=top)
+MaskDisplay.from_explainer(explainer, X_test, row_labels=predicted, max_rows=20, ax=top)
 top.set_title("kept measurements of the first 20 patients")
-plot_selection_frequency(masks, explainer=explainer, by=predicted, top=10, ax=bottom)
+SelectionFrequencyDisplay.from_masks(masks, explainer=explainer, by=predicted, top=10, ax=bottom)
 bottom.set_title("the ten most kept measurements")
 fig.tight_layout()
 plt.show()

@@ -28,8 +28,8 @@ from sklearn.neural_network import MLPClassifier
 
 from sk_sointer import EnergyNet, SOInterExplainer
 from sk_sointer.datasets import make_structured_output
+from sk_sointer.display import TargetsDisplay
 from sk_sointer.metrics import true_positive_rate
-from sk_sointer.plotting import plot_targets
 
 torch.set_num_threads(1)
 n_model = 1000 if FAST else 5000
@@ -77,7 +77,7 @@ for target, (label, selected) in enumerate(masks.items()):
 
 by = {label: [f"y{t + 1} = {value}" for value in predicted[:, t]]
       for t, label in enumerate(masks)}
-axes = plot_targets(masks, feature_names=names, by=by, n_cols=2)
-axes[0].figure.suptitle("SOInter on E1: the 4 features selected for each label")
-axes[0].figure.tight_layout()
+display = TargetsDisplay.from_masks(masks, feature_names=names, by=by, n_cols=2)
+display.figure_.suptitle("SOInter on E1: the 4 features selected for each label")
+display.figure_.tight_layout()
 plt.show()

@@ -29,8 +29,8 @@ import torch
 
 from sk_sointer import L2XExplainer, TokenCNN, TokenCNNSelector, as_black_box
 from sk_sointer.datasets import load_tweets
+from sk_sointer.display import TokenMaskDisplay
 from sk_sointer.metrics import posthoc_accuracy
-from sk_sointer.plotting import plot_tokens
 from sk_sointer.text import TokenSequencer
 
 torch.set_num_threads(1)
@@ -115,8 +115,9 @@ print(f"post-hoc accuracy, {k} random words:  "
 # Words outside the vocabulary read ``<unk>``; each tweet is numbered on the left and
 # followed by the word-CNN's answer.
 shown = slice(0, 8)
-ax = plot_tokens(ids[test][shown], masks[shown], sequencer=sequencer, width=70)
-ax.set_title(f"L2X: the {k} words of each tweet that keep the word-CNN's answer")
+display = TokenMaskDisplay.from_masks(ids[test][shown], masks[shown], sequencer=sequencer,
+                                      width=70)
+display.ax_.set_title(f"L2X: the {k} words of each tweet that keep the word-CNN's answer")
 for n, label in enumerate(predicted[shown]):
     print(f"tweet {n} ({'positive' if label else 'negative'}):",
           " ".join(sequencer.selected_words(ids[test][n : n + 1], masks[n : n + 1])[0]))

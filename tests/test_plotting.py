@@ -11,8 +11,19 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.colors import to_rgba  # noqa: E402
 
-from sk_sointer import L2XExplainer  # noqa: E402
+from sk_sointer import L2XExplainer, as_black_box  # noqa: E402
 from sk_sointer import plotting  # noqa: E402
+from sk_sointer.display import (  # noqa: E402
+    ComparisonDisplay,
+    FidelityVsKDisplay,
+    ImageMaskDisplay,
+    InsertionDeletionDisplay,
+    MaskDisplay,
+    SelectionFrequencyDisplay,
+    TargetsDisplay,
+    TokenMaskDisplay,
+    insertion_deletion_curves,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -222,3 +233,273 @@ def test_missing_matplotlib_names_the_extra(monkeypatch, masks):
     monkeypatch.delitem(sys.modules, "matplotlib.pyplot")
     with pytest.raises(ImportError, match=r'pip install "sk_sointer\[plot\]"'):
         plotting.plot_masks(masks)
+
+
+# -- Displays: the values stored, the artists holding them, ax= respected ------------------
+
+
+
+@pytest.fixture
+def table_explainer():
+    """An L2X explainer of a logistic regression on x0, fitted with the model in hand."""
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((80, 3)).astype(np.float32)
+    model = LogisticRegression().fit(X, X[:, 0] > 0)
+    explainer = L2XExplainer(k=1, max_epochs=2, batch_size=40, baseline="zero",
+                             random_state=0).fit(X, model)
+    return explainer, model, X
+
+
+def test_mask_display_stores_and_draws_the_masks(masks, table_explainer):
+    _, ax = plt.subplots()
+    display = MaskDisplay.from_masks(masks, feature_names=list("abcd"), row_labels=list("uvwxyz"),
+                                     max_rows=3, ax=ax)
+    assert display.ax_ is ax and display.figure_ is ax.figure
+    np.testing.assert_array_equal(display.masks, masks[:3])
+    assert display.feature_names == list("abcd") and display.row_labels == list("uvw")
+    assert display.im_ is ax.images[0]
+    np.testing.assert_array_equal(display.im_.get_array(), masks[:3])
+    assert display.colorbar_.ax in ax.figure.axes
+
+    # Drawn again elsewhere from the stored values.
+    _, other = plt.subplots()
+    assert display.plot(ax=other) is display and display.ax_ is other
+    np.testing.assert_array_equal(other.images[0].get_array(), masks[:3])
+
+    explainer, _, X = table_explainer
+    display = MaskDisplay.from_explainer(explainer, X[:5])
+    np.testing.assert_array_equal(display.masks, explainer.transform(X[:5]))
+    assert display.feature_names == ["x0", "x1", "x2"]
+    scores = MaskDisplay.from_explainer(explainer, X[:5], method="explain")
+    np.testing.assert_allclose(scores.im_.get_array(), explainer.explain(X[:5]), rtol=1e-6)
+    with pytest.raises(ValueError, match="'transform' or 'explain'"):
+        MaskDisplay.from_explainer(explainer, X[:5], method="predict")
+
+
+def test_selection_frequency_display_stores_shares_per_group(masks, table_explainer):
+    by = np.array(["yes", "yes", "no", "no", "no", "no"])
+    _, ax = plt.subplots()
+    display = SelectionFrequencyDisplay.from_masks(masks, by=by, ax=ax)
+    assert display.ax_ is ax
+    # no: rows 2..5 -> [1, 3/4, 1/4, 0]; yes: rows 0, 1 -> [1, 1/2, 1/2, 0]
+    np.testing.assert_allclose(display.frequencies, [[1, 0.75, 0.25, 0], [1, 0.5, 0.5, 0]])
+    assert display.group_labels == ["no", "yes"] and display.group_sizes == [4, 2]
+    for bars, heights in zip(display.bars_, display.frequencies):
+        np.testing.assert_allclose([bar.get_height() for bar in bars], heights)
+    assert list(ax.containers) == display.bars_
+
+    top = SelectionFrequencyDisplay.from_masks(masks, top=2)
+    np.testing.assert_allclose(top.frequencies, [[1, 4 / 6]])
+    assert top.feature_names == ["x0", "x1"] and top.group_labels is None
+
+    explainer, _, X = table_explainer
+    display = SelectionFrequencyDisplay.from_explainer(explainer, X)
+    np.testing.assert_allclose(display.frequencies[0], explainer.transform(X).mean(axis=0))
+    assert display.frequencies.sum() == pytest.approx(1.0)  # k = 1: one feature per row
+
+
+def test_image_mask_display_stores_pixel_masks_and_the_paints_hold_them():
+    images = np.zeros((2, 1, 4, 6))
+    grid = np.zeros((2, 2, 3))  # 2 x 3 patches of 2 x 2 pixels
+    grid[0, 1, 2] = 1
+    _, given = plt.subplots(1, 2)
+    display = ImageMaskDisplay.from_masks(images, grid, titles=[3, 8], alpha=0.5, ax=given)
+    assert list(display.axes_) == list(given) and display.figure_ is given[0].figure
+    assert display.titles == ["3", "8"]
+    expected = np.kron(grid[0], np.ones((2, 2)))
+    np.testing.assert_array_equal(display.masks[0], expected)
+    assert display.images[0].shape == (4, 6)  # the lone channel dropped for imshow
+    np.testing.assert_allclose(display.overlays_[0].get_array()[..., 3], 0.5 * expected)
+    np.testing.assert_allclose(display.overlays_[1].get_array()[..., 3], 0.0)
+
+
+def test_image_mask_display_from_an_explainer_fitted_on_flat_rows_with_an_image_shape():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40, 16)).astype(np.float32)
+    explainer = L2XExplainer(k=2, max_epochs=1, batch_size=40, image_shape=(4, 4),
+                             random_state=0).fit(X, X[:, 0] > 0)
+    display = ImageMaskDisplay.from_explainer(explainer, X[:3])
+    masks = explainer.transform(X[:3]).reshape(3, 4, 4)
+    np.testing.assert_array_equal(np.array(display.masks), masks)
+    np.testing.assert_allclose(display.images[1], X[1].reshape(4, 4))
+    assert len(display.axes_) == 3
+    scores = ImageMaskDisplay.from_explainer(explainer, X[:3], method="explain", alpha=1.0)
+    expected = explainer.explain(X[:3])[0].reshape(4, 4)
+    np.testing.assert_allclose(scores.masks[0], expected, rtol=1e-6)
+    painted = scores.overlays_[0].get_array()[..., 3]
+    np.testing.assert_allclose(painted, np.clip(expected / expected.max(), 0, 1), rtol=1e-6)
+
+    # Several explainers over the same images: the image, then one paint per explainer.
+    both = ComparisonDisplay.from_explainers({"a": explainer, "b": explainer}, X, max_rows=2)
+    assert both.axes_.shape == (2, 3)
+    np.testing.assert_array_equal(both.masks["b"][1], masks[1])
+    np.testing.assert_allclose(both.panels_[1][1].get_array()[..., 3], 0.6 * masks[1])
+
+
+def test_token_mask_display_stores_words_and_boxes_the_selected_ones():
+    from sk_sointer.text import TokenSequencer
+
+    texts = ["good movie", "bad plot"]
+    sequencer = TokenSequencer(max_length=4).fit(texts)
+    ids = sequencer.transform(texts)
+    masks = np.isin(ids, [sequencer.vocabulary_["good"], sequencer.vocabulary_["plot"]])
+    _, ax = plt.subplots()
+    display = TokenMaskDisplay.from_masks(ids, masks, sequencer=sequencer, ax=ax)
+    assert display.ax_ is ax
+    assert display.words == [["good", "movie"], ["bad", "plot"]]  # padding left out
+    assert [m.tolist() for m in display.masks] == [[True, False], [False, True]]
+    assert [t.get_text() for t in display.texts_] == ["good", "movie", "bad", "plot"]
+    assert [t.get_bbox_patch() is not None for t in display.texts_] == [True, False, False, True]
+
+
+def test_fidelity_vs_k_display_stores_the_search_results(xor_data):
+    from sklearn.model_selection import GridSearchCV
+
+    X, y = xor_data
+    search = GridSearchCV(L2XExplainer(max_epochs=1, batch_size=100, random_state=0),
+                          {"k": [1, 2]}, cv=2).fit(X[:100], y[:100])
+    _, ax = plt.subplots()
+    display = FidelityVsKDisplay.from_search(search, ax=ax)
+    assert display.ax_ is ax and display.labels == [None] and display.param == "k"
+    np.testing.assert_array_equal(display.values[0], [1, 2])
+    np.testing.assert_allclose(display.mean_scores[0], search.cv_results_["mean_test_score"])
+    np.testing.assert_allclose(display.std_scores[0], search.cv_results_["std_test_score"])
+    np.testing.assert_allclose(display.lines_[0].lines[0].get_ydata(),
+                               search.cv_results_["mean_test_score"])
+    assert display.best == (search.best_params_["k"], pytest.approx(search.best_score_))
+    assert display.best_.get_xdata()[0] == search.best_params_["k"]
+    assert display.score_name == "fidelity"
+
+
+def test_comparison_display_stores_each_explainers_masks(masks, table_explainer):
+    display = ComparisonDisplay.from_masks({"A": masks, "B": 1 - masks}, max_rows=4)
+    np.testing.assert_array_equal(display.masks["B"], 1 - masks[:4])
+    assert display.axes_.shape == (1, 2)
+    np.testing.assert_array_equal(display.panels_[1].im_.get_array(), 1 - masks[:4])
+    assert display.panels_[1].ax_ is display.axes_[0, 1]
+
+    images = np.zeros((2, 4, 4))
+    pixel_masks = np.zeros((2, 4, 4))
+    pixel_masks[:, 0, 0] = 1
+    _, given = plt.subplots(2, 2)
+    display = ComparisonDisplay.from_masks({"a": pixel_masks}, images=images, ax=given)
+    assert display.axes_.shape == (2, 2) and display.axes_[1, 1] is given[1, 1]
+    np.testing.assert_allclose(display.panels_[0][1].get_array()[..., 3], 0.6 * pixel_masks[1])
+
+    explainer, _, X = table_explainer
+    display = ComparisonDisplay.from_explainers({"one": explainer, "two": explainer}, X,
+                                                max_rows=5)
+    np.testing.assert_array_equal(display.masks["two"], explainer.transform(X[:5]))
+    assert [ax.get_title() for ax in display.axes_.ravel()] == ["one", "two"]
+
+
+def test_targets_display_holds_one_frequency_display_per_output(masks, table_explainer):
+    by = {"y1": np.array([0, 0, 0, 1, 1, 1]), "y2": None}
+    _, given = plt.subplots(1, 2)
+    display = TargetsDisplay.from_masks({"y1": masks, "y2": 1 - masks}, by=by, ax=given)
+    assert list(display.axes_) == list(given)
+    np.testing.assert_allclose(display.displays["y1"].frequencies,
+                               [[1, 2 / 3, 1 / 3, 0], [1, 2 / 3, 1 / 3, 0]])
+    np.testing.assert_allclose(display.displays["y2"].frequencies, [[0, 2 / 6, 4 / 6, 1]])
+    np.testing.assert_allclose([bar.get_height() for bar in given[1].containers[0]],
+                               [0, 2 / 6, 4 / 6, 1])
+    assert display.displays["y2"].ax_ is given[1]
+
+    explainer, _, X = table_explainer
+    display = TargetsDisplay.from_explainers([explainer], X)
+    np.testing.assert_allclose(display.displays["output 0"].frequencies[0],
+                               explainer.transform(X).mean(axis=0))
+
+
+# -- insertion and deletion ----------------------------------------------------------------
+
+def _x0_classifier(X):
+    """Class 1 exactly when x0 > 0.5: at the zero baseline, every row is class 0."""
+    p = (np.asarray(X)[:, 0] > 0.5).astype(np.float32)
+    return np.c_[1 - p, p]
+
+
+@pytest.fixture
+def ranked_rows(table_explainer):
+    """Four rows and fixed scores: x0 ranked first in rows 0 and 2, second in rows 1 and 3."""
+    explainer, _, _ = table_explainer
+    X = np.array([[1, 1, 1], [1, 1, 1], [-1, 1, 1], [-1, 1, 1]], dtype=np.float32)
+    scores = np.array([[3, 2, 1], [2, 3, 1], [3, 2, 1], [2, 3, 1]], dtype=np.float32)
+    explainer.explain = lambda rows: scores  # the ranking under test, by hand
+    return explainer, X
+
+
+def test_insertion_deletion_curves_match_a_hand_computation(ranked_rows):
+    explainer, X = ranked_rows
+    # The model answers [1, 1, 0, 0] on X, and 0 wherever x0 is at the baseline.
+    # Insertion (top j kept): j=0 all at 0 -> rows 2, 3 agree; j=1 row 1 still lacks x0;
+    # j=2 and 3 every row agrees. Deletion (top j removed): j=1 row 0 loses x0; j=2 row 1
+    # too; j=3 only rows 2, 3 agree.
+    curves = insertion_deletion_curves(explainer, X, model=as_black_box(_x0_classifier))
+    np.testing.assert_allclose(curves.fraction, [0, 1 / 3, 2 / 3, 1])
+    np.testing.assert_allclose(curves.insertion, [0.5, 0.75, 1.0, 1.0])
+    np.testing.assert_allclose(curves.deletion, [1.0, 0.75, 0.5, 0.5])
+    # Trapezoids of width 1/3: (0.625 + 0.875 + 1) / 3 and (0.875 + 0.625 + 0.5) / 3.
+    assert curves.insertion_auc == pytest.approx(2.5 / 3)
+    assert curves.deletion_auc == pytest.approx(2.0 / 3)
+
+    # Two steps: j = round(linspace(0, 3, 3)) = 0, 2, 3 (1.5 rounds to even).
+    coarse = insertion_deletion_curves(explainer, X, model=_x0_classifier, n_steps=2)
+    np.testing.assert_allclose(coarse.fraction, [0, 2 / 3, 1])
+    np.testing.assert_allclose(coarse.insertion, [0.5, 1.0, 1.0])
+    with pytest.raises(ValueError, match="n_steps should be a positive integer"):
+        insertion_deletion_curves(explainer, X, model=_x0_classifier, n_steps=0)
+
+
+def test_insertion_deletion_display_draws_the_curves_and_their_areas(ranked_rows):
+    explainer, X = ranked_rows
+    _, ax = plt.subplots()
+    display = InsertionDeletionDisplay.from_explainer(explainer, X, model=_x0_classifier,
+                                                      name="fixed", ax=ax)
+    assert display.ax_ is ax and display.figure_ is ax.figure
+    np.testing.assert_allclose(display.insertion_line_.get_xdata(), [0, 1 / 3, 2 / 3, 1])
+    np.testing.assert_allclose(display.insertion_line_.get_ydata(), [0.5, 0.75, 1.0, 1.0])
+    np.testing.assert_allclose(display.deletion_line_.get_ydata(), [1.0, 0.75, 0.5, 0.5])
+    assert display.insertion_auc == pytest.approx(2.5 / 3)
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels == ["fixed: insertion (AUC = 0.83)", "fixed: deletion (AUC = 0.67)"]
+
+    again = InsertionDeletionDisplay.from_curves(display.fraction, display.insertion,
+                                                 display.deletion)
+    assert again.deletion_auc == pytest.approx(display.deletion_auc)
+    with pytest.raises(ValueError, match="of one length"):
+        InsertionDeletionDisplay.from_curves([0, 1], [1, 1, 1], [1, 0])
+
+
+def test_insertion_deletion_with_the_explainers_own_model_and_groups(table_explainer):
+    explainer, model, X = table_explainer
+    curves = insertion_deletion_curves(explainer, X)  # the model given to fit
+    assert curves.insertion[-1] == 1.0 and curves.deletion[0] == 1.0
+    bare = as_black_box(model)
+    np.testing.assert_allclose(curves.insertion[0],
+                               np.mean(model.predict(np.zeros_like(X)) == model.predict(X)))
+    np.testing.assert_allclose(insertion_deletion_curves(explainer, X, model=bare).insertion,
+                               curves.insertion)
+
+    # Groups: (x0, x1) ranks as one; the curves step over the two groups.
+    grouped = L2XExplainer(k=1, max_epochs=1, batch_size=40, baseline="zero",
+                           groups=[0, 0, 1], random_state=0).fit(X, model)
+    curves = insertion_deletion_curves(grouped, X)
+    np.testing.assert_allclose(curves.fraction, [0, 0.5, 1])
+    first = grouped.explain(X)[:, 0] >= grouped.explain(X)[:, 2]
+    kept = np.where(first[:, None], [1, 1, 0], [0, 0, 1])  # each row's top group
+    expected = np.mean(model.predict(X * kept) == model.predict(X))
+    assert curves.insertion[1] == pytest.approx(expected)
+
+
+def test_insertion_deletion_needs_a_model_when_fitted_on_outputs_only(table_explainer):
+    _, model, X = table_explainer
+    explainer = L2XExplainer(k=1, max_epochs=1, batch_size=40, random_state=0).fit(
+        X, model.predict(X))
+    with pytest.raises(ValueError, match="holds no model.*pass it as model="):
+        InsertionDeletionDisplay.from_explainer(explainer, X)
+    display = InsertionDeletionDisplay.from_explainer(explainer, X, model=model, n_steps=1)
+    np.testing.assert_allclose(display.fraction, [0, 1])
+    assert display.deletion[0] == 1.0 and display.insertion[-1] == 1.0
