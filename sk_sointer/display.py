@@ -16,7 +16,8 @@ panels), ``figure_`` and the artists (``im_``, ``bars_``, ``lines_``, ...).
 - several explainers on the same rows: :class:`ComparisonDisplay`;
 - one panel per explained output of a multi-output model: :class:`TargetsDisplay`;
 - the model's agreement as the top-ranked features are inserted or deleted:
-  :class:`InsertionDeletionDisplay`, computed by :func:`insertion_deletion_curves`.
+  :class:`InsertionDeletionDisplay`, computed by
+  :func:`sk_sointer.metrics.insertion_deletion_curves`.
 
 Masks are what ``transform`` returns (any value > 0 counts as kept); :meth:`explain`'s
 scores are accepted wherever the text says so.
@@ -26,10 +27,8 @@ from numbers import Integral
 
 import numpy as np
 from sklearn.metrics import auc
-from sklearn.utils import Bunch
-from sklearn.utils.validation import check_is_fitted
 
-from .black_box import as_black_box, model_agreement
+from .metrics import insertion_deletion_curves
 
 __all__ = [
     "ComparisonDisplay",
@@ -40,7 +39,6 @@ __all__ = [
     "SelectionFrequencyDisplay",
     "TargetsDisplay",
     "TokenMaskDisplay",
-    "insertion_deletion_curves",
 ]
 
 
@@ -1127,107 +1125,10 @@ class TargetsDisplay:
 
 # -- insertion and deletion --------------------------------------------------------------
 
-def insertion_deletion_curves(explainer, X, *, model=None, n_steps=None):
-    """The model's agreement with itself as an explainer's top-ranked features are
-    inserted into the baseline, or deleted from the rows.
-
-    Each row's feature groups (features without groups) are ranked by the explainer's
-    scores (:meth:`explain`, ties to the lower index as in ``transform``). For ``j``
-    from 0 to the number of groups ``d``, insertion keeps each row's top ``j`` groups and
-    puts the others at the explainer's baseline; deletion puts the top ``j`` at the
-    baseline and keeps the others. Each point is the model's agreement on those rows with
-    its own answer on the full rows, as in the explainer's ``score``: the fraction of
-    unchanged predicted labels for a classifier (post-hoc accuracy), R² for a real output.
-    Insertion ends, and deletion starts, at 1; good scores make insertion rise fast (a
-    large area under it) and deletion fall fast (a small one).
-
-    Parameters
-    ----------
-    explainer : fitted explainer
-    X : array-like of shape (n_samples, n_features), or images as given to ``fit``
-    model : object, default=None
-        The model to query (see :func:`~sk_sointer.as_black_box`); default: the one the
-        explainer was fitted with (``black_box_``), needed when it was fitted on outputs
-        only.
-    n_steps : int, default=None
-        Steps from no group to all: the curves have ``n_steps + 1`` points, at
-        ``j = round(i * d / n_steps)``. Default: every ``j`` up to 100 groups, 100 steps
-        beyond.
-
-    Returns
-    -------
-    curves : :class:`~sklearn.utils.Bunch`
-        ``fraction`` (``j / d``), ``insertion`` and ``deletion`` (ndarrays of the same
-        length), and ``insertion_auc`` and ``deletion_auc``: the areas under the curves by
-        the trapezoid rule over ``fraction`` (in [0, 1] for classifiers).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from sklearn.linear_model import LogisticRegression
-    >>> from sk_sointer import L2XExplainer
-    >>> from sk_sointer.display import insertion_deletion_curves
-    >>> X = np.random.RandomState(0).randn(60, 3).astype(np.float32)
-    >>> model = LogisticRegression().fit(X, X[:, 0] > 0)
-    >>> explainer = L2XExplainer(k=1, max_epochs=2, random_state=0).fit(X, model)
-    >>> curves = insertion_deletion_curves(explainer, X)
-    >>> curves.fraction.round(2).tolist()
-    [0.0, 0.33, 0.67, 1.0]
-    >>> float(curves.insertion[-1]), float(curves.deletion[0])
-    (1.0, 1.0)
-    """
-    check_is_fitted(explainer)
-    if model is not None:
-        black_box = as_black_box(model)
-    else:
-        black_box = getattr(explainer, "black_box_", None)
-    if black_box is None:
-        raise ValueError(
-            f"This {type(explainer).__name__} holds no model (it was fitted on outputs only, "
-            "or saved without it), and insertion and deletion curves query the model on "
-            "masked rows: pass it as model=, e.g. insertion_deletion_curves(explainer, X, "
-            "model=clf)."
-        )
-    scores = np.asarray(explainer.explain(X), dtype=np.float64)
-    rows = np.asarray(X)
-    if rows.dtype not in (np.float32, np.float64):
-        rows = rows.astype(np.float64)
-    rows, scores = rows.reshape(len(rows), -1), scores.reshape(len(scores), -1)
-    masker = explainer.masker_
-    if masker.groups_ is None:
-        group_scores = scores
-    else:  # every feature carries its group's score: read it at the group's first feature
-        group_scores = scores[:, np.unique(masker.groups_, return_index=True)[1]]
-    n_groups = group_scores.shape[1]
-    if n_steps is None:
-        n_steps = min(n_groups, 100)
-    elif not isinstance(n_steps, Integral) or isinstance(n_steps, bool) or n_steps < 1:
-        raise ValueError(f"n_steps should be a positive integer; got {n_steps!r}.")
-    steps = np.unique(np.round(np.linspace(0, n_groups, n_steps + 1)).astype(int))
-    # rank[i, g]: place of group g in row i's order, best first (stable, as transform's top-k)
-    order = np.argsort(-group_scores, axis=1, kind="stable")
-    rank = np.empty_like(order)
-    np.put_along_axis(rank, order, np.broadcast_to(np.arange(n_groups), order.shape), axis=1)
-    spec = getattr(explainer, "output_spec_", None)
-    target = None if spec is None else spec.target
-
-    def agreement(kept):
-        masked = masker.mask_raw(rows, masker.expand(kept))
-        values = model_agreement(black_box, rows, masked, multioutput="raw_values")
-        return float(values.mean() if target is None else values[target])
-
-    insertion = np.array([agreement(rank < j) for j in steps])
-    deletion = np.array([agreement(rank >= j) for j in steps])
-    fraction = steps / n_groups
-    return Bunch(fraction=fraction, insertion=insertion, deletion=deletion,
-                 insertion_auc=float(auc(fraction, insertion)),
-                 deletion_auc=float(auc(fraction, deletion)))
-
-
 class InsertionDeletionDisplay:
     """Insertion and deletion curves of an explainer's scores, with their areas.
 
-    See :func:`insertion_deletion_curves` for what the curves measure. Build it with
+    See :func:`sk_sointer.metrics.insertion_deletion_curves` for what the curves measure. Build it with
     :meth:`from_explainer`, or :meth:`from_curves` from values in hand.
 
     Parameters
@@ -1268,7 +1169,7 @@ class InsertionDeletionDisplay:
 
     @classmethod
     def from_curves(cls, fraction, insertion, deletion, *, name=None, ax=None):
-        """Curves in hand (e.g. a :func:`insertion_deletion_curves` result); their areas
+        """Curves in hand (e.g. a :func:`sk_sointer.metrics.insertion_deletion_curves` result); their areas
         are computed by the trapezoid rule.
 
         Parameters
@@ -1302,7 +1203,7 @@ class InsertionDeletionDisplay:
         explainer : fitted explainer
         X : array-like of shape (n_samples, n_features), or images as given to ``fit``
         model, n_steps :
-            As in :func:`insertion_deletion_curves`.
+            As in :func:`sk_sointer.metrics.insertion_deletion_curves`.
         name : str, default=None
             For the legend; default: the explainer's class name.
         ax : matplotlib Axes, default=None

@@ -18,7 +18,7 @@ from masks in hand and return the Axes it drew on:
 - one panel per explained output of a multi-output model: :func:`plot_targets`
   (:class:`.TargetsDisplay`);
 - insertion and deletion curves of an explainer's scores: :class:`.InsertionDeletionDisplay`
-  and :func:`~sk_sointer.display.insertion_deletion_curves` (no shortcut).
+  and :func:`sk_sointer.metrics.insertion_deletion_curves` (no shortcut).
 
 Every function draws into ``ax`` when given (one Axes, or one per panel for the functions
 that draw several) and returns what it drew on: an Axes, or an ndarray of Axes whose
@@ -35,7 +35,6 @@ from .display import (
     SelectionFrequencyDisplay,
     TargetsDisplay,
     TokenMaskDisplay,
-    insertion_deletion_curves,
 )
 
 __all__ = [
@@ -47,7 +46,6 @@ __all__ = [
     "SelectionFrequencyDisplay",
     "TargetsDisplay",
     "TokenMaskDisplay",
-    "insertion_deletion_curves",
     "plot_comparison",
     "plot_fidelity_vs_k",
     "plot_image_masks",

@@ -22,8 +22,8 @@ from sk_sointer.display import (  # noqa: E402
     SelectionFrequencyDisplay,
     TargetsDisplay,
     TokenMaskDisplay,
-    insertion_deletion_curves,
 )
+from sk_sointer.metrics import insertion_deletion_curves  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

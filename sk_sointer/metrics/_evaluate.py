@@ -20,11 +20,12 @@ The entries, and where the literature names them:
 """
 
 import time
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import clone
 from sklearn.utils import Bunch, check_random_state
+from sklearn.utils.validation import check_is_fitted
 
 from .._masking import Masker
 from ..black_box import as_black_box, model_agreement
@@ -47,7 +48,7 @@ ENTRIES = (
 
 def evaluate(explanation, model=None, X=None, *, baseline=None, scores=None, entries=None,
              evaluator=None, X_reference=None, refit_seeds=(), X_fit=None, noise=0.05,
-             n_perturbations=10, n_steps=20, peer_ms_per_row=None, fit_seconds=None,
+             n_perturbations=10, n_steps=None, peer_ms_per_row=None, fit_seconds=None,
              random_state=0):
     """How faithful, stable, sparse and costly an explanation of ``X`` is, in one report.
 
@@ -85,8 +86,9 @@ def evaluate(explanation, model=None, X=None, *, baseline=None, scores=None, ent
         deviation over ``X``.
     n_perturbations : int, default=10
         Perturbed copies of each row.
-    n_steps : int, default=20
-        Points of the insertion and deletion curves (at most one per feature).
+    n_steps : int, default=None
+        Steps of the insertion and deletion curves (see
+        :func:`insertion_deletion_curves`).
     peer_ms_per_row : float, default=None
         The cost of a per-row explainer (KernelSHAP, LIME) in milliseconds per row, for
         ``break_even_rows``.
@@ -150,8 +152,10 @@ def evaluate(explanation, model=None, X=None, *, baseline=None, scores=None, ent
     black_box = _black_box(explainer, model, row_shape)
     report = Bunch(notes={})
 
+    target = None if explainer is None else explainer.output_spec_.target
+
     def fidelity(keep, fill=None):
-        return model_agreement(black_box, rows, masker.mask_raw(rows, keep, fill=fill))
+        return _agreement(black_box, rows, masker.mask_raw(rows, keep, fill=fill), target)
 
     if "fidelity_kept" in wanted:
         report.fidelity_kept = fidelity(kept)
@@ -161,7 +165,7 @@ def evaluate(explanation, model=None, X=None, *, baseline=None, scores=None, ent
         if scores is None:
             report.notes["insertion_auc"] = "needs scores (or an explainer) to rank features"
         else:
-            report.update(_curves(black_box, masker, rows, scores, n_steps))
+            report.update(_curves(black_box, masker, rows, scores, n_steps, target))
     if wanted & {"road_kept", "road_removed"}:
         if getattr(masker, "tokens", False):
             report.notes["road_kept"] = "token ids have no Gaussian to impute from"
@@ -213,58 +217,103 @@ def _black_box(explainer, model, row_shape):
         raise ValueError("evaluate needs the model to judge raw masks: pass model=.")
     if explainer.black_box_ is None:
         raise ValueError(
-            f"This {type(explainer).__name__} holds no black box (fitted on outputs only, or "
-            "loaded without one): pass model= to evaluate it."
+            f"This {type(explainer).__name__} holds no model (it was fitted on outputs only, "
+            "or saved without it), and its fidelity is measured by querying the model on "
+            "masked rows: pass it as model=."
         )
     return explainer.black_box_
 
 
-def insertion_deletion_curves(black_box, X, scores, *, masker, n_steps=20):
-    """The model's agreement with itself as features are kept (insertion) or removed
-    (deletion) in the order of ``scores``, highest first.
+def insertion_deletion_curves(explainer, X, *, model=None, n_steps=None):
+    """The model's agreement with itself as an explainer's top-ranked features are
+    inserted into the baseline, or deleted from the rows.
 
-    For ``j`` of ``0, ..., n_features`` (``n_steps`` values at most, evenly spaced, both
-    ends included), insertion keeps each row's ``j`` best-scored features and fills the
-    others with ``masker``'s baseline; deletion fills those ``j`` and keeps the rest. A
-    faithful ranking rises fast on insertion and falls fast on deletion.
+    Each row's feature groups (features without groups) are ranked by the explainer's
+    scores (:meth:`explain`, ties to the lower index as in ``transform``). For ``j``
+    from 0 to the number of groups ``d``, insertion keeps each row's top ``j`` groups and
+    puts the others at the explainer's baseline; deletion puts the top ``j`` at the
+    baseline and keeps the others. Each point is the model's agreement on those rows with
+    its own answer on the full rows, as in the explainer's ``score``: the fraction of
+    unchanged predicted labels for a classifier (post-hoc accuracy), R² for a real output.
+    Insertion ends, and deletion starts, at 1; good scores make insertion rise fast (a
+    large area under it) and deletion fall fast (a small one).
 
     Parameters
     ----------
-    black_box : BlackBox
-    X : ndarray of shape (n_samples, n_features)
-    scores : array-like of the size of X
-    masker : Masker
-        Fitted; its baseline fills the left-out features.
-    n_steps : int, default=20
+    explainer : fitted explainer
+    X : array-like of shape (n_samples, n_features), or images as given to ``fit``
+    model : object, default=None
+        The model to query (see :func:`~sk_sointer.as_black_box`); default: the one the
+        explainer was fitted with (``black_box_``), needed when it was fitted on outputs
+        only.
+    n_steps : int, default=None
+        Steps from no group to all: the curves have ``n_steps + 1`` points, at
+        ``j = round(i * d / n_steps)``. Default: every ``j`` up to 100 groups, 100 steps
+        beyond.
 
     Returns
     -------
-    curves : Bunch
-        ``fraction`` (``j / n_features``), ``insertion`` and ``deletion`` (agreements, as
-        :func:`posthoc_accuracy` counts them) and their areas over the fraction,
-        ``insertion_auc`` and ``deletion_auc`` (trapezoids, in [0, 1] for classifiers).
+    curves : :class:`~sklearn.utils.Bunch`
+        ``fraction`` (``j / d``), ``insertion`` and ``deletion`` (ndarrays of the same
+        length), and ``insertion_auc`` and ``deletion_auc``: the areas under the curves by
+        the trapezoid rule over ``fraction`` (in [0, 1] for classifiers).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sk_sointer import L2XExplainer
+    >>> from sk_sointer.metrics import insertion_deletion_curves
+    >>> X = np.random.RandomState(0).randn(60, 3).astype(np.float32)
+    >>> model = LogisticRegression().fit(X, X[:, 0] > 0)
+    >>> explainer = L2XExplainer(k=1, max_epochs=2, random_state=0).fit(X, model)
+    >>> curves = insertion_deletion_curves(explainer, X)
+    >>> curves.fraction.round(2).tolist()
+    [0.0, 0.33, 0.67, 1.0]
+    >>> float(curves.insertion[-1]), float(curves.deletion[0])
+    (1.0, 1.0)
     """
-    return Bunch(**_curves(black_box, masker, X, scores, n_steps))
+    check_is_fitted(explainer)
+    black_box = _black_box(explainer, model, explainer.layout_.row_shape)
+    rows = _rows_and_masks(X, explainer.transform(X), "selected")[0]
+    return Bunch(**_curves(black_box, explainer.masker_, rows, explainer.explain(X), n_steps,
+                           explainer.output_spec_.target))
 
 
-def _curves(black_box, masker, rows, scores, n_steps):
-    n_features = rows.shape[1]
+def _curves(black_box, masker, rows, scores, n_steps, target=None):
+    """The curves of :func:`insertion_deletion_curves` for flat ``rows`` and the
+    ``scores`` of their features (a group's features carry the group's score)."""
     scores = np.asarray(scores, dtype=np.float64).reshape(rows.shape)
-    # Rank of each feature in its row, best first; ties keep the column order.
+    if masker.groups_ is not None:  # read each group's score at its first feature
+        scores = scores[:, np.unique(masker.groups_, return_index=True)[1]]
+    n_groups = scores.shape[1]
+    if n_steps is None:
+        n_steps = min(n_groups, 100)
+    elif not isinstance(n_steps, Integral) or isinstance(n_steps, bool) or n_steps < 1:
+        raise ValueError(f"n_steps should be a positive integer; got {n_steps!r}.")
+    steps = np.unique(np.round(np.linspace(0, n_groups, n_steps + 1)).astype(int))
+    # rank[i, g]: place of group g in row i's order, best first (stable, as transform's top-k)
     order = np.argsort(-scores, axis=1, kind="stable")
     rank = np.empty_like(order)
-    np.put_along_axis(rank, order, np.arange(n_features)[None, :].repeat(len(rows), 0), axis=1)
-    steps = np.unique(np.linspace(0, n_features, min(n_steps, n_features + 1)).round().astype(int))
-    insertion, deletion = [], []
-    for j in steps:
-        top = rank < j
-        insertion.append(model_agreement(black_box, rows, masker.mask_raw(rows, top)))
-        deletion.append(model_agreement(black_box, rows, masker.mask_raw(rows, ~top)))
-    fraction = steps / n_features
-    insertion, deletion = np.asarray(insertion), np.asarray(deletion)
+    np.put_along_axis(rank, order, np.broadcast_to(np.arange(n_groups), order.shape), axis=1)
+
+    def agreement(kept):
+        masked = masker.mask_raw(rows, masker.expand(kept))
+        return _agreement(black_box, rows, masked, target)
+
+    insertion = np.array([agreement(rank < j) for j in steps])
+    deletion = np.array([agreement(rank >= j) for j in steps])
+    fraction = steps / n_groups
     return {"fraction": fraction, "insertion": insertion, "deletion": deletion,
             "insertion_auc": float(np.trapezoid(insertion, fraction)),
             "deletion_auc": float(np.trapezoid(deletion, fraction))}
+
+
+def _agreement(black_box, rows, masked, target=None):
+    """The model's agreement with itself from ``rows`` to ``masked``: averaged over its
+    outputs, or on the ``target`` output alone (an explainer of one output)."""
+    values = model_agreement(black_box, rows, masked, multioutput="raw_values")
+    return float(values.mean() if target is None else values[target])
 
 
 class _Gaussian:
