@@ -92,20 +92,12 @@ def save_results(path, records, machine, profile, study=None):
     os.replace(tmp, path)
 
 
-def load_study_results(path, study):
-    """The long records, machine and profile of a study's results file; the records of a
-    file in the study's former wide format go through ``study.legacy``."""
+def load_study_results(path):
+    """The long records, machine and profile of a study's results file."""
     from .study import Profile
 
     payload = json.loads(Path(path).read_text(encoding="utf-8"))
-    records = payload["records"]
-    if "study" not in payload:
-        records = [long for record in records for long in study.legacy(record)]
-        # Every former record repeated the values of its data set: keep them once.
-        seen = set()
-        records = [r for r in records if r["method"] is not None or (
-            (r["dataset"], r["metric"]) not in seen and not seen.add((r["dataset"], r["metric"])))]
-    return records, payload["machine"], Profile(payload["profile"])
+    return payload["records"], payload["machine"], Profile(payload["profile"])
 
 
 def _profile_dict(profile):

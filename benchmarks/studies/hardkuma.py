@@ -17,7 +17,7 @@ import numpy as np
 from sk_sointer import HardKumaExplainer, L2XExplainer, metrics
 
 from ..harness.data import DATASETS, TRAIN_SEED, prepare
-from ..harness.study import Metric, Study, Table, elapsed, records_of
+from ..harness.study import Metric, Study, Table, elapsed
 
 PROFILES = {
     "fast": dict(n_train=2_000, n_explain=200, n_black_box=None, n_timing=1_000, rates=(0.3,),
@@ -86,20 +86,6 @@ def caption(records, machine, profile):
             f"{profile.seeds} seed(s). Rates and TPR in %.")
 
 
-def legacy(record):
-    """Long records of a record of the former ``hardkuma_<profile>.json``."""
-    part, dataset = record["part"], record["dataset"]
-    context = ({"target_rate": record["target_rate"]} if part == "rate"
-               else {"k": record["k"]})
-    out = records_of(STUDY, dataset, None, None, {"black_box_acc": record["black_box_acc"]})
-    for seed, run in enumerate(record["runs"]):
-        if part == "matched":
-            run = {**run, "target_rate": record["target_rate"],
-                   "tpr_gain": run["tpr"] - run["l2x_tpr"]}
-        out += records_of(STUDY, dataset, part, TRAIN_SEED + seed, run, **context)
-    return out
-
-
 _PCT = {"scale": 100, "fmt": ".1f"}
 STUDY = Study(
     name="hardkuma",
@@ -135,6 +121,5 @@ STUDY = Study(
     ),
     caption=caption,
     dataset_labels={name: spec.label for name, spec in DATASETS.items()},
-    legacy=legacy,
     spread="std",
 )

@@ -38,7 +38,7 @@ from sk_sointer.datasets import load_digits_3_vs_8, load_mnist_3_vs_8
 from sk_sointer.metrics import posthoc_accuracy, random_masks
 
 from ..harness.peers import topk_of_abs
-from ..harness.study import Metric, Study, Table, legacy_seeds
+from ..harness.study import Metric, Study, Table
 from ..harness.timing import best_time, sync
 
 SPLIT_SEED = TRAIN_SEED = EXPLAIN_SEED = 0
@@ -308,12 +308,6 @@ def caption(records, machine, profile):
         f"deviation over {profile.seeds} seeds ({params}); peers: one run.")
 
 
-def legacy(record):
-    """Long records of a record of the former ``images_<profile>.json``."""
-    return legacy_seeds(STUDY, record, ("black_box_acc", "evalx_full_eacc", "n_train",
-                                        "n_explain"), ("k", "patch_size"))
-
-
 _PCT = {"unit": "%", "scale": 100, "fmt": ".1f"}
 STUDY = Study(
     name="images",
@@ -340,5 +334,4 @@ STUDY = Study(
     labels={"captum_kernel_shap": "KernelShap (captum)", "shap_partition": "Partition (shap)",
             RANDOM: "Random k patches"},
     dataset_labels=SOURCES,
-    legacy=legacy,
 )

@@ -37,7 +37,7 @@ from sk_sointer.metrics import (
 )
 
 from ..harness.peers import topk_of_abs
-from ..harness.study import Metric, Study, Table, legacy_seeds
+from ..harness.study import Metric, Study, Table
 from ..harness.timing import best_time, sync
 from .images import (
     EXPLAIN_SEED, SOURCES, TRAIN_SEED, dataset_values, gradient_attributions, load_data,
@@ -195,11 +195,6 @@ def notes(records, machine, profile):
             f"{100 * sanity['chance_cosine']:.1f} %).", ""]
 
 
-def legacy(record):
-    """Long records of a record of the former ``meed_<profile>.json``."""
-    return legacy_seeds(STUDY, record, ("black_box_acc", "n_train", "n_explain"), ("k",))
-
-
 _PCT = {"unit": "%", "scale": 100, "fmt": ".1f"}
 STUDY = Study(
     name="meed",
@@ -232,5 +227,4 @@ STUDY = Study(
             "meed_no_prior": "MEED w/o prior", "realx": "REAL-X (k pixels)",
             RANDOM: "Random k pixels", SANITY: "MEED on a randomised black box"},
     dataset_labels=SOURCES,
-    legacy=legacy,
 )

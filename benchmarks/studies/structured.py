@@ -34,7 +34,7 @@ from sk_sointer import datasets, metrics
 from ..harness.data import BLACK_BOX_SEED, EXPLAIN_SEED, TRAIN_SEED, check_torch_copy, mlp_to_torch
 from ..harness.peers import topk_of_abs
 from ..harness.registry import METHODS, method_names
-from ..harness.study import Metric, Study, Table, legacy_seeds, records_of
+from ..harness.study import Metric, Study, Table
 from ..harness.timing import best_time
 
 # Seed of the column shuffle of the synthetic sets (see synthetic_tasks).
@@ -351,28 +351,6 @@ def caption(records, machine, profile):
            "selection has to beat."))
 
 
-_TASK_KEYS = ("set", "target_label", "n_features", "n_train", "n_explain", "black_box_acc",
-              "label_rate", "black_box_fit_s", "black_box_rate", "median_rank_optimum",
-              "posthoc_acc_empty")
-
-
-def legacy(record):
-    """Long records of a record of the former ``sointer_<profile>.json``."""
-    yeast = record["dataset"] == "yeast"
-    dataset = (f"yeast/{record['target_label']}" if yeast else
-               f"{record['dataset']}/{record['n_features']}/{record['target_label']}")
-    context = {"set": record["dataset"], "target_label": record["target_label"],
-               "n_features": None if yeast else record["n_features"], "k": record["k"]}
-    trimmed = {key: value for key, value in record.items()
-               if key not in ("profile", "target", "n_black_box", "k", *_TASK_KEYS)}
-    trimmed["dataset"] = dataset
-    out = records_of(STUDY, dataset, None, None,
-                     {**{key: record[key] for key in _TASK_KEYS if key in record},
-                      "set": record["dataset"]})
-    return out + [{**r, **context} for r in legacy_seeds(STUDY, trimmed)
-                  if r["method"] is not None]
-
-
 def _synthetic(r):
     return r.get("set") != "yeast"
 
@@ -430,5 +408,4 @@ STUDY = Study(
              "sets": {"nargs": "+", "choices": SETS, "help": "data sets (default: all)"},
              "n_train": {"type": int, "help": "explainers' training rows on E1 and E2"},
              "n_explain": {"type": int, "help": "explained rows on E1 and E2"}},
-    legacy=legacy,
 )

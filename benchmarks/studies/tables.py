@@ -490,23 +490,6 @@ def caption(records, machine, profile):
         "on the row (the ceiling of a search).")
 
 
-_NOT_MEASURED = ("profile", "table", "table_label", "black_box", "black_box_label", "task",
-                 "k", "kind", "eval_x_metric", "fidelity_spread", "evalx_error", *GAPS)
-_DATA_KEYS = ("n_features", "n_outputs", "n_train", "n_test", "n_explain", "black_box_score",
-              "black_box_fit_s", "evalx_fit_s")
-
-
-def legacy(record):
-    """Long records of a record of the former ``tables_<profile>.json``: a pair's values
-    once a data set; the gaps are drawn from the fidelities again (:func:`with_gaps`)."""
-    dataset = dataset_name(record["table"], record["black_box"], record["k"])
-    context = _context(dataset)
-    kept = {key: value for key, value in record.items() if key not in _NOT_MEASURED}
-    return [{**context, **r} for r in study.legacy_seeds(
-        STUDY, {**kept, "dataset": dataset, **context}, dataset_keys=_DATA_KEYS,
-        context_keys=tuple(context))]
-
-
 def _fidelity_cell(values):
     """The mean in points; over seeds, the spread (max − min) in parentheses."""
     spread = f" ({100 * float(np.ptp(values)):.1f})" if len(values) > 1 else ""
@@ -580,6 +563,5 @@ STUDY = Study(
                for name in THRESHOLDED}},
     readme=(".. tables-table-start", ".. tables-table-end"),
     readme_tables=("Fidelity (points)",),
-    legacy=legacy,
     spread=None,  # the means alone, but the fidelity's spread (_fidelity_cell)
 )

@@ -18,7 +18,7 @@ import torch
 from sk_sointer import L2XExplainer, TokenCNN, TokenCNNSelector, as_black_box
 from sk_sointer.metrics import posthoc_accuracy
 
-from ..harness.study import Metric, Study, Table, records_of
+from ..harness.study import Metric, Study, Table
 
 PROFILES = {
     "fast": dict(k=10, n_explain=200, n_train=2_000, black_box_epochs=2, max_epochs=2,
@@ -153,29 +153,6 @@ def caption(records, machine, profile):
             f"on the first {profile.n_lime:,} held-out tweets, L2X's on the same next to it.")
 
 
-def legacy(record):
-    """Long records of the record of the former ``text_<profile>.json``."""
-    context = {"k": record["k"]}
-    out = records_of(STUDY, "tweets", None, None, {
-        "n_train": record["n_train"], "n_explain": record["n_explain"],
-        "mean_tokens": record["mean_tokens"], "black_box_acc": record["black_box_acc"]})
-    out += records_of(STUDY, "tweets", "l2x", None, {
-        "posthoc_acc": record["l2x_posthoc"], "n_rows": record["n_explain"],
-        "fit_s": record["fit_s"], "explain_ms_per_row": record["explain_ms_per_row"],
-        "examples": record["examples"]}, **context)
-    for method in ("random", "first_k"):
-        out += records_of(STUDY, "tweets", method, None, {
-            "posthoc_acc": record[f"{method}_posthoc"], "n_rows": record["n_explain"]},
-            **context)
-    if record.get("lime_posthoc") is not None:
-        out += records_of(STUDY, "tweets", "lime", None, {
-            "posthoc_acc": record["lime_posthoc"], "n_rows": record["n_lime"],
-            "explain_ms_per_row": record["lime_ms_per_row"],
-            "tokens_kept": record["lime_tokens_kept"],
-            "l2x_posthoc_acc_same_rows": record["l2x_posthoc_on_lime_rows"]}, **context)
-    return out
-
-
 _PCT = {"unit": "%", "scale": 100, "fmt": ".1f"}
 STUDY = Study(
     name="text",
@@ -203,5 +180,4 @@ STUDY = Study(
     options={"k": {"type": int, "help": "tokens kept (default: 10)"},
              "max_epochs": {"type": int, "help": "L2X's epochs instead of the profile's"},
              "n_lime": {"type": int, "help": "tweets LIME explains instead of the profile's"}},
-    legacy=legacy,
 )
