@@ -63,6 +63,12 @@ def machine_info(device="auto", threads=1):
     return info
 
 
+def hardware(machine):
+    """The GPU of a run, or its CPU and threads, for a caption."""
+    threads = f"{machine['threads']} thread" + ("s" if machine["threads"] != 1 else "")
+    return machine["gpu"] or f"{machine['cpu']} CPU, {threads}"
+
+
 def _jsonable(value):
     if isinstance(value, dict):
         return {key: _jsonable(item) for key, item in value.items()}
@@ -78,14 +84,12 @@ def _jsonable(value):
     return value
 
 
-def save_results(path, records, machine, profile, study=None):
-    """Write ``{"machine", "profile", "records"}`` as JSON, atomically (a crash keeps the
-    previous complete file); a study's long records also name the ``study``."""
+def save_results(path, records, machine, profile, study):
+    """Write ``{"study", "machine", "profile", "records"}`` as JSON, atomically (a crash
+    keeps the previous complete file)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    payload = {"machine": machine, "profile": _profile_dict(profile), "records": records}
-    if study is not None:
-        payload = {"study": study, **payload}
+    payload = {"study": study, "machine": machine, "profile": dict(profile), "records": records}
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(_jsonable(payload), indent=1, allow_nan=False) + "\n",
                    encoding="utf-8")
@@ -98,12 +102,6 @@ def load_study_results(path):
 
     payload = json.loads(Path(path).read_text(encoding="utf-8"))
     return payload["records"], payload["machine"], Profile(payload["profile"])
-
-
-def _profile_dict(profile):
-    if isinstance(profile, dict):
-        return dict(profile)
-    return {key: getattr(profile, key) for key in profile.__dataclass_fields__}
 
 
 # Reports

@@ -58,6 +58,11 @@ class Metric:
     cell: Callable = None
 
 
+def percent(label, unit="%", fmt=".1f"):
+    """A fraction shown in points."""
+    return Metric(label, unit, 100, fmt)
+
+
 @dataclass(frozen=True)
 class Table:
     """A pivot of the records: one row per distinct value of the ``rows`` fields, one column

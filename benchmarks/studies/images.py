@@ -38,7 +38,7 @@ from sk_sointer.datasets import load_digits_3_vs_8, load_mnist_3_vs_8
 from sk_sointer.metrics import posthoc_accuracy, random_masks
 
 from ..harness.peers import topk_of_abs
-from ..harness.study import Metric, Study, Table
+from ..harness.study import Metric, Study, Table, percent
 from ..harness.timing import best_time, sync
 
 SPLIT_SEED = TRAIN_SEED = EXPLAIN_SEED = 0
@@ -308,7 +308,6 @@ def caption(records, machine, profile):
         f"deviation over {profile.seeds} seeds ({params}); peers: one run.")
 
 
-_PCT = {"unit": "%", "scale": 100, "fmt": ".1f"}
 STUDY = Study(
     name="images",
     profiles=PROFILES,
@@ -319,14 +318,14 @@ STUDY = Study(
     prepare=prepare,
     dataset_values=data_values,
     measure=measure,
-    metrics={"fs_m": Metric("FS-M", **_PCT), "fu_m": Metric("FU-M", **_PCT),
-             "eacc": Metric("eACC", **_PCT),
+    metrics={"fs_m": percent("FS-M"), "fu_m": percent("FU-M"),
+             "eacc": percent("eACC"),
              "selected_pct": Metric("Selected", "% of pixels", fmt=".1f"),
-             "rows_with_none": Metric("Rows with none", **_PCT),
+             "rows_with_none": percent("Rows with none"),
              "fit_s": Metric("Fit s", fmt=".1f"),
              "explain_ms_per_row": Metric("ms / row", fmt=".3g"),
-             "black_box_acc": Metric("Black box acc.", **_PCT),
-             "evalx_full_eacc": Metric("eACC, full images", **_PCT)},
+             "black_box_acc": percent("Black box acc."),
+             "evalx_full_eacc": percent("eACC, full images")},
     tables=(Table("Explaining a CNN on images", ("fs_m", "fu_m", "eacc", "selected_pct",
                                                   "fit_s", "explain_ms_per_row"),
                   rows=("method",)),),

@@ -37,7 +37,7 @@ from sk_sointer.metrics import (
 )
 
 from ..harness.peers import topk_of_abs
-from ..harness.study import Metric, Study, Table
+from ..harness.study import Metric, Study, Table, percent
 from ..harness.timing import best_time, sync
 from .images import (
     EXPLAIN_SEED, SOURCES, TRAIN_SEED, dataset_values, gradient_attributions, load_data,
@@ -195,7 +195,6 @@ def notes(records, machine, profile):
             f"{100 * sanity['chance_cosine']:.1f} %).", ""]
 
 
-_PCT = {"unit": "%", "scale": 100, "fmt": ".1f"}
 STUDY = Study(
     name="meed",
     profiles=PROFILES,
@@ -210,14 +209,14 @@ STUDY = Study(
                                  "black_box_fit_s": data.black_box_fit_s,
                                  "n_train": len(data.X_train), "n_explain": len(data.X_explain)},
     measure=measure,
-    metrics={"fs_m": Metric("FS-M ↑", **_PCT), "fu_m": Metric("FU-M ↓", **_PCT),
-             "fs_a": Metric("FS-A ↑", **_PCT), "fu_a": Metric("FU-A ↓", **_PCT),
-             "sen": Metric("SEN ↓", **_PCT), "fit_s": Metric("Fit s", fmt=".1f"),
+    metrics={"fs_m": percent("FS-M ↑"), "fu_m": percent("FU-M ↓"),
+             "fs_a": percent("FS-A ↑"), "fu_a": percent("FU-A ↓"),
+             "sen": percent("SEN ↓"), "fit_s": Metric("Fit s", fmt=".1f"),
              "explain_ms_per_row": Metric("ms / image", fmt=".3g"),
-             "sanity_cosine": Metric("Sanity cosine", **_PCT),
-             "sanity_pearson": Metric("Sanity Pearson", **_PCT),
-             "chance_cosine": Metric("Chance cosine", **_PCT),
-             "black_box_acc": Metric("Black box acc.", **_PCT)},
+             "sanity_cosine": percent("Sanity cosine"),
+             "sanity_pearson": percent("Sanity Pearson"),
+             "chance_cosine": percent("Chance cosine"),
+             "black_box_acc": percent("Black box acc.")},
     tables=(Table("MEED, its ablations and peers, k pixels of MNIST 3 vs 8",
                   ("fs_m", "fu_m", "fs_a", "fu_a", "sen", "fit_s", "explain_ms_per_row"),
                   rows=("method",)),),

@@ -373,8 +373,7 @@ def _ratio(value):
 
 def caption(records, machine, profile):
     cuda = machine["device"] == "cuda"
-    threads = f"{machine['threads']} thread" + ("s" if machine["threads"] != 1 else "")
-    hardware = f"{machine['gpu']} (CUDA)" if cuda else f"{machine['cpu']} CPU, {threads}"
+    hardware = f"{machine['gpu']} (CUDA)" if cuda else report.hardware(machine)
     fit_timing = {r["fit_timing"] for r in records if r.get("fit_timing")}
     reference = profile.get("reference_rows")
     return (

@@ -31,10 +31,11 @@ from sklearn.neural_network import MLPClassifier
 
 from sk_sointer import datasets, metrics
 
+from ..harness import report
 from ..harness.data import BLACK_BOX_SEED, EXPLAIN_SEED, TRAIN_SEED, check_torch_copy, mlp_to_torch
 from ..harness.peers import topk_of_abs
 from ..harness.registry import METHODS, method_names
-from ..harness.study import Metric, Study, Table
+from ..harness.study import Metric, Study, Table, percent
 from ..harness.timing import best_time
 
 # Seed of the column shuffle of the synthetic sets (see synthetic_tasks).
@@ -325,8 +326,7 @@ def measure(tasks, dataset, name, seed, profile, device, **context):
 
 
 def caption(records, machine, profile):
-    threads = f"{machine['threads']} thread" + ("s" if machine["threads"] != 1 else "")
-    hardware = machine["gpu"] or f"{machine['cpu']} CPU, {threads}"
+    hardware = report.hardware(machine)
     hidden = "-".join(map(str, profile.black_box_hidden))
     yeast = {r["metric"]: r["value"] for r in records
              if r["method"] is None and r.get("set") == "yeast"}
@@ -355,7 +355,6 @@ def _synthetic(r):
     return r.get("set") != "yeast"
 
 
-_PCT = {"scale": 100, "fmt": ".1f"}
 _TASK_ROWS = ("set", "target_label", "n_features")
 _LABELS = {"set": "Set", "target_label": "Target", "n_features": "d"}
 STUDY = Study(
@@ -372,15 +371,15 @@ STUDY = Study(
     prepare=prepare,
     dataset_values=task_values,
     measure=measure,
-    metrics={"exact_match": Metric("Exact match", "%", **_PCT),
+    metrics={"exact_match": percent("Exact match"),
              "median_rank": Metric("Median rank", fmt=".2f"),
-             "tpr": Metric("TPR", "%", **_PCT),
-             "posthoc_acc": Metric("Post-hoc acc.", "%", **_PCT),
+             "tpr": percent("TPR"),
+             "posthoc_acc": percent("Post-hoc acc."),
              "fit_s": Metric("Fit s"), "setup_s": Metric("Setup s"),
              "explain_ms_per_row": Metric("ms / row"),
-             "black_box_rate": Metric("Predicted\n1", "%", **_PCT),
-             "black_box_acc": Metric("Black box\nacc.", "%", **_PCT),
-             "posthoc_acc_empty": Metric("No feature", "%", **_PCT)},
+             "black_box_rate": percent("Predicted\n1"),
+             "black_box_acc": percent("Black box\nacc."),
+             "posthoc_acc_empty": percent("No feature")},
     tables=(
         Table("Exact-match accuracy %", ("exact_match",), rows=_TASK_ROWS, columns="method",
               where=_synthetic, mean_row=True, labels=_LABELS),

@@ -15,11 +15,12 @@ import textwrap
 
 import numpy as np
 
+from ..harness import report
 from ..harness.data import DATASETS, TRAIN_SEED, prepare as prepare_data
 from ..harness.ours import median_rank_with_seed
 from ..harness.quality import mask_quality
 from ..harness.registry import METHODS, method_names
-from ..harness.study import Metric, Study, Table
+from ..harness.study import Metric, Study, Table, percent
 
 PEER_SAMPLES = {"shap_nsamples": 200, "captum_kernel_shap_samples": 200}
 PROFILES = {
@@ -84,8 +85,7 @@ def method_cell(record):
 
 
 def caption(records, machine, profile):
-    threads = f"{machine['threads']} thread" + ("s" if machine["threads"] != 1 else "")
-    hardware = machine["gpu"] or f"{machine['cpu']} CPU, {threads}"
+    hardware = report.hardware(machine)
     return (
         f"Profile ``{profile.name}``: black boxes (MLP 200-200-200) trained on "
         f"{profile.n_black_box or profile.n_train:,} rows, explainers and EVAL-X on "
@@ -127,7 +127,6 @@ def _main(record):
     return not DATASETS[record["dataset"]].probe
 
 
-_PCT = {"unit": "%", "scale": 100, "fmt": ".1f"}
 STUDY = Study(
     name="synthetic",
     profiles=PROFILES,
@@ -142,9 +141,9 @@ STUDY = Study(
     metrics={
         "median_rank": Metric("Median rank", fmt=".2f"),
         "median_rank_optimum": Metric("Optimum", fmt=".2f"),
-        "tpr": Metric("TPR", **_PCT), "fdr": Metric("FDR", **_PCT),
-        "cfsr": Metric("CFSR", **_PCT), "eacc": Metric("eACC", **_PCT),
-        "eacc_expected": Metric("eACC (p)", **_PCT), "eauroc": Metric("eAUROC", fmt=".3f"),
+        "tpr": percent("TPR"), "fdr": percent("FDR"),
+        "cfsr": percent("CFSR"), "eacc": percent("eACC"),
+        "eacc_expected": percent("eACC (p)"), "eauroc": Metric("eAUROC", fmt=".3f"),
         "fit_s": Metric("Fit s"), "explain_ms_per_row": Metric("Explain", "ms/row"),
         "throughput_ratio": Metric("Throughput", fmt=".2f"),
         "own_acc": Metric("Own predictor", "acc. %", 100, ".1f"),

@@ -66,12 +66,12 @@ from sk_sointer._outputs import output_agreement
 from sk_sointer._search import greedy_subsets
 from sk_sointer.metrics import random_masks
 
-from ..harness import study
+from ..harness import report, study
 from ..harness.data import EXPLAIN_SEED, TRAIN_SEED, fit_evaluator
 from ..harness.ours import build_explainer, recorded_params
 from ..harness.peers import topk_of_abs
 from ..harness.registry import METHODS as REGISTRY
-from ..harness.study import Metric, Study, Table
+from ..harness.study import Metric, Study, Table, percent
 from ..harness.timing import best_time
 
 SPLIT_SEED = 0
@@ -472,8 +472,7 @@ def acceptance(records):
 
 
 def caption(records, machine, profile):
-    threads = f"{machine['threads']} thread" + ("s" if machine["threads"] != 1 else "")
-    hardware = machine["gpu"] or f"{machine['cpu']} CPU, {threads}"
+    hardware = report.hardware(machine)
     return (
         f"Profile ``{profile.name}``: tables split 70/30, the black box fitted on the 70 %, "
         f"up to {profile.n_explain} test rows explained; run on {machine['date'][:10]} on "
@@ -494,10 +493,6 @@ def _fidelity_cell(values):
     """The mean in points; over seeds, the spread (max − min) in parentheses."""
     spread = f" ({100 * float(np.ptp(values)):.1f})" if len(values) > 1 else ""
     return f"{100 * float(np.mean(values)):.1f}" + spread
-
-
-def _points(label, fmt=".1f"):
-    return Metric(label, scale=100, fmt=fmt)
 
 
 _HEADERS = {"table": "Table", "black_box": "Black box"}
@@ -524,16 +519,16 @@ STUDY = Study(
     measure=measure,
     metrics={
         "fidelity": Metric("Fidelity", scale=100, fmt=".1f", cell=_fidelity_cell),
-        "eval_x": _points("EVAL-X"),
-        "random_same_sizes": _points("Random,\nsame sizes"),
-        "empty_rate": _points("Empty %"),
+        "eval_x": percent("EVAL-X", ""),
+        "random_same_sizes": percent("Random,\nsame sizes", ""),
+        "empty_rate": percent("Empty %", ""),
         "mean_selected": Metric("Features\na row", fmt=".1f"),
         "n_distinct_masks": Metric("Distinct\nmasks", fmt=".0f"),
-        **{name: _points(name, "+.1f") for name in GAPS},
+        **{name: percent(name, "", "+.1f") for name in GAPS},
         "fit_s": Metric("Fit s"), "transform_us_per_row": Metric("µs / row"),
         "explain_ms_per_row": Metric("ms / row"),
         "fails": Metric("Failing", cell=lambda values: f"{int(sum(values))} / {len(values)}"),
-        "black_box_score": _points("Black box score\n(accuracy, R²)"),
+        "black_box_score": percent("Black box score\n(accuracy, R²)", ""),
     },
     tables=(
         _per_method("Fidelity (points)", "fidelity", mean_row=True),

@@ -18,7 +18,7 @@ import torch
 from sk_sointer import L2XExplainer, TokenCNN, TokenCNNSelector, as_black_box
 from sk_sointer.metrics import posthoc_accuracy
 
-from ..harness.study import Metric, Study, Table
+from ..harness.study import Metric, Study, Table, percent
 
 PROFILES = {
     "fast": dict(k=10, n_explain=200, n_train=2_000, black_box_epochs=2, max_epochs=2,
@@ -153,7 +153,6 @@ def caption(records, machine, profile):
             f"on the first {profile.n_lime:,} held-out tweets, L2X's on the same next to it.")
 
 
-_PCT = {"unit": "%", "scale": 100, "fmt": ".1f"}
 STUDY = Study(
     name="text",
     profiles=PROFILES,
@@ -166,11 +165,11 @@ STUDY = Study(
         "mean_tokens": float((data.rows > 0).sum(axis=1).mean()),
         "black_box_acc": data.black_box_acc},
     measure=measure,
-    metrics={"posthoc_acc": Metric("Post-hoc acc.", **_PCT),
-             "l2x_posthoc_acc_same_rows": Metric("L2X, same tweets", **_PCT),
+    metrics={"posthoc_acc": percent("Post-hoc acc."),
+             "l2x_posthoc_acc_same_rows": percent("L2X, same tweets"),
              "n_rows": Metric("Tweets", fmt=".0f"), "tokens_kept": Metric("Tokens kept"),
              "fit_s": Metric("Fit s"), "explain_ms_per_row": Metric("ms / tweet"),
-             "black_box_acc": Metric("Black box acc.", **_PCT)},
+             "black_box_acc": percent("Black box acc.")},
     tables=(Table("Explaining a word-CNN on tweets",
                   ("posthoc_acc", "l2x_posthoc_acc_same_rows", "n_rows", "tokens_kept",
                    "fit_s", "explain_ms_per_row"), rows=("method",)),),
