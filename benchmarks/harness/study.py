@@ -9,7 +9,6 @@ one per metric, with the study, data set, method, seed, metric, value and unit, 
 context (k, parameters, an error). :func:`.report.render` draws the tables from them.
 """
 
-import time
 import traceback
 from dataclasses import dataclass, field
 from typing import Callable
@@ -282,10 +281,3 @@ def summarize(records):
             values = entry[key]
             entry[key[: -len("_seeds")]] = sum(values) / len(values)
     return out
-
-
-def elapsed(func):
-    """``(result, seconds)`` of ``func()``."""
-    start = time.perf_counter()
-    result = func()
-    return result, time.perf_counter() - start

@@ -17,7 +17,8 @@ import numpy as np
 from sk_sointer import HardKumaExplainer, L2XExplainer, metrics
 
 from ..harness.data import DATASETS, TRAIN_SEED, prepare
-from ..harness.study import Metric, Study, Table, elapsed, percent
+from ..harness.study import Metric, Study, Table, percent
+from ..harness.timing import elapsed
 
 PROFILES = {
     "fast": dict(n_train=2_000, n_explain=200, n_black_box=None, n_timing=1_000, rates=(0.3,),

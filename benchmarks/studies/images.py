@@ -39,7 +39,7 @@ from sk_sointer.metrics import posthoc_accuracy, random_masks
 
 from ..harness.peers import topk_of_abs
 from ..harness.study import Metric, Study, Table, percent
-from ..harness.timing import best_time, sync
+from ..harness.timing import best_time, elapsed, sync
 
 SPLIT_SEED = TRAIN_SEED = EXPLAIN_SEED = 0
 
@@ -113,9 +113,8 @@ def load_data(profile):
     order = np.random.default_rng(SPLIT_SEED).permutation(len(X))
     explain, train = order[: profile.n_explain], order[profile.n_explain :]
     side = X.shape[-1]
-    start = time.perf_counter()
-    model = train_black_box(X[train], y[train], side, scale, profile.black_box_epochs)
-    fit_s = time.perf_counter() - start
+    model, fit_s = elapsed(lambda: train_black_box(X[train], y[train], side, scale,
+                                                   profile.black_box_epochs))
     with torch.no_grad():
         predicted = model(torch.as_tensor(X[explain])).argmax(dim=1).numpy()
     return ImageData(X[train], y[train], X[explain], y[explain], model,
@@ -167,9 +166,7 @@ def run_ours(name, data, profile, device, seed):
         explainer = HardKumaExplainer(k=profile.k, patch_size=profile.patch_size, **params)
     else:  # REAL-X's own thresholded selection of pixels
         explainer = RealXExplainer(k=None, **params)
-    start = time.perf_counter()
-    explainer.fit(data.X_train, black_box=data.model)
-    fit_s = time.perf_counter() - start
+    fit_s = elapsed(lambda: explainer.fit(data.X_train, black_box=data.model))[1]
     masks = explainer.transform(data.X_explain)
     explain_s = best_time(lambda: explainer.transform(data.X_explain), 3, warmup=0)
     return masks, {"fit_s": fit_s, "explain_ms_per_row": 1000 * explain_s / len(masks),

@@ -38,7 +38,7 @@ from sk_sointer.metrics import (
 
 from ..harness.peers import topk_of_abs
 from ..harness.study import Metric, Study, Table, percent
-from ..harness.timing import best_time, sync
+from ..harness.timing import best_time, elapsed, sync
 from .images import (
     EXPLAIN_SEED, SOURCES, TRAIN_SEED, dataset_values, gradient_attributions, load_data,
 )
@@ -82,9 +82,7 @@ def build(name, profile, device, seed):
 def run_ours(name, data, profile, device, seed):
     """Masks of the explained and of the training images, SEN and timings of one fit."""
     explainer = build(name, profile, device, seed)
-    start = time.perf_counter()
-    explainer.fit(data.X_train, black_box=data.model)
-    fit_s = time.perf_counter() - start
+    fit_s = elapsed(lambda: explainer.fit(data.X_train, black_box=data.model))[1]
     masks = explainer.transform(data.X_explain)
     explain_s = best_time(lambda: explainer.transform(data.X_explain), 3, warmup=0)
     rows = data.X_explain[: profile.sen_rows]

@@ -21,7 +21,6 @@ peers run once, with their own sampling seed. A reference row draws k features p
 random.
 """
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,7 +35,7 @@ from ..harness.data import BLACK_BOX_SEED, EXPLAIN_SEED, TRAIN_SEED, check_torch
 from ..harness.peers import topk_of_abs
 from ..harness.registry import METHODS, method_names
 from ..harness.study import Metric, Study, Table, percent
-from ..harness.timing import best_time
+from ..harness.timing import best_time, elapsed
 
 # Seed of the column shuffle of the synthetic sets (see synthetic_tasks).
 COLUMN_SEED = 20
@@ -126,10 +125,8 @@ class Task:
 
 def fit_black_box(X, Y, profile):
     """The multi-label MLP every method explains."""
-    start = time.perf_counter()
-    model = MLPClassifier(hidden_layer_sizes=profile.black_box_hidden, early_stopping=True,
-                          random_state=TRAIN_SEED).fit(X, Y)
-    return model, time.perf_counter() - start
+    return elapsed(lambda: MLPClassifier(hidden_layer_sizes=profile.black_box_hidden,
+                                         early_stopping=True, random_state=TRAIN_SEED).fit(X, Y))
 
 
 def _tasks(model, fit_s, dataset, targets, k, X_train, X_explain, Y_explain, relevant, device):
@@ -240,9 +237,7 @@ def _fit_ours(method, task, seed, profile, device):
 
         explainer.set_params(energy=EnergyNet())  # what None stands for
     explainer.set_params(**nested)
-    start = time.perf_counter()
-    explainer.fit(task.X_train, black_box=black_box)
-    return explainer, time.perf_counter() - start
+    return elapsed(lambda: explainer.fit(task.X_train, black_box=black_box))
 
 
 # The declaration

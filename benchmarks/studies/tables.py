@@ -72,7 +72,7 @@ from ..harness.ours import build_explainer, recorded_params
 from ..harness.peers import topk_of_abs
 from ..harness.registry import METHODS as REGISTRY
 from ..harness.study import Metric, Study, Table, percent
-from ..harness.timing import best_time
+from ..harness.timing import best_time, elapsed
 
 SPLIT_SEED = 0
 OURS = ("l2x", "realx", "meed", "hardkuma")
@@ -240,7 +240,7 @@ def prepare(pair_name, profile, device):
         X_train, y_train = X_train[: profile.max_train], y_train[: profile.max_train]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        model, fit_s = study.elapsed(lambda: estimator.fit(X_train, y_train))
+        model, fit_s = elapsed(lambda: estimator.fit(X_train, y_train))
     # The package's own reading of the model's outputs: accuracy per output, or R².
     black_box = as_black_box(model)
     outputs = black_box.predict(X_test)
@@ -368,7 +368,7 @@ def measure(pair, dataset, method, seed, profile, device, k, **labels):
     if method == ORACLE:
         # Per row, the k features of the greedy search that queries the model itself.
         judge = pair.judge
-        groups, explain_s = study.elapsed(lambda: greedy_subsets(
+        groups, explain_s = elapsed(lambda: greedy_subsets(
             judge.black_box_.predict, pair.X_explain, judge.masker_, judge.output_spec_, k))
         masks = np.asarray(judge.masker_.expand(groups), dtype=np.float32)
         n_groups = judge.masker_.n_groups_
@@ -378,7 +378,7 @@ def measure(pair, dataset, method, seed, profile, device, k, **labels):
     spec = SimpleNamespace(k=k, control_flow=False)  # no table has REAL-X's control flow
     explainer = build_explainer(REGISTRY[method.removesuffix("_thresholded")], spec, profile,
                                 device).set_params(random_state=seed)
-    fit_s = study.elapsed(lambda: explainer.fit(pair.X_train, black_box=pair.model))[1]
+    fit_s = elapsed(lambda: explainer.fit(pair.X_train, black_box=pair.model))[1]
     masks = explainer.transform(pair.X_explain)
     run = {**mask_fields(pair, masks), "fit_s": fit_s, "fidelity": explainer.score(pair.X_explain),
            "params": {key: value for key, value in recorded_params(explainer).items()

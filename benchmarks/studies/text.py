@@ -19,6 +19,7 @@ from sk_sointer import L2XExplainer, TokenCNN, TokenCNNSelector, as_black_box
 from sk_sointer.metrics import posthoc_accuracy
 
 from ..harness.study import Metric, Study, Table, percent
+from ..harness.timing import elapsed
 
 PROFILES = {
     "fast": dict(k=10, n_explain=200, n_train=2_000, black_box_epochs=2, max_epochs=2,
@@ -85,12 +86,9 @@ def l2x(data, profile):
                              approximator=TokenCNN(filters=250, hidden_units=(250,)),
                              max_epochs=profile.max_epochs, batch_size=100, random_state=0,
                              device="cpu")
-    fit_start = time.perf_counter()
-    explainer.fit(data.ids[data.train], black_box=data.model)
-    fit_s = time.perf_counter() - fit_start
-    start = time.perf_counter()
-    masks = explainer.transform(data.rows)
-    ms_per_row = 1000 * (time.perf_counter() - start) / len(data.rows)
+    fit_s = elapsed(lambda: explainer.fit(data.ids[data.train], black_box=data.model))[1]
+    masks, explain_s = elapsed(lambda: explainer.transform(data.rows))
+    ms_per_row = 1000 * explain_s / len(data.rows)
     data.l2x_masks = masks
     examples = [[data.texts[data.explain[i]], words] for i, words in
                 enumerate(data.sequencer.selected_words(data.rows[:5], masks[:5]))]
