@@ -213,17 +213,10 @@ def prepare(spec, profile, device, needs_evaluator):
     torch_model = mlp_to_torch(model)
     check_torch_copy(model, torch_model, X_explain)
     data = Prepared(
-        X_train=X_train,
-        X_explain=X_explain,
-        y_explain=y_explain,
-        proba_explain=proba_explain,
-        relevant_explain=relevant,
-        X_timing=X_timing,
-        model=model,
-        torch_model=torch_model.to(device),
-        black_box_fit_s=fit_s,
-        black_box_acc=float(np.mean(model.predict(X_explain) == y_explain)),
-    )
+        X_train=X_train, X_explain=X_explain, y_explain=y_explain, proba_explain=proba_explain,
+        relevant_explain=relevant, X_timing=X_timing, model=model,
+        torch_model=torch_model.to(device), black_box_fit_s=fit_s,
+        black_box_acc=float(np.mean(model.predict(X_explain) == y_explain)))
     if needs_evaluator:
         fit_evaluator(data, profile, device)
     return data
