@@ -7,7 +7,7 @@
 Writes ``benchmarks/results/<study>_<profile>.json`` (the scale study's name also holds the
 device: ``scale_<profile>_<device>.json``): machine, profile and the long records, saved
 after every measurement, and the RST tables next to it. ``--render`` runs nothing: it
-draws the tables of a results file, also one in a study's former wide format.
+draws the tables of a results file.
 """
 
 import os
@@ -86,7 +86,7 @@ def main(argv=None):
     machine = report.machine_info(args.device, args.threads)
     out = args.out or report.RESULTS_DIR / (study.results_name.format(
         study=study.name, profile=profile.name, device=machine["device"]) + ".json")
-    kept = report.load_study_results(out, study)[0] if args.merge and out.exists() else []
+    kept = report.load_study_results(out)[0] if args.merge and out.exists() else []
     order = study.datasets(study.profile(args.profile))
     start = time.perf_counter()
 
@@ -116,7 +116,7 @@ def main(argv=None):
 def render_file(study, path, readme=False):
     from benchmarks.harness import report
 
-    results = report.load_study_results(path, study)
+    results = report.load_study_results(path)
     text = report.render(study, *results)
     if readme:
         update_readme(study, *results)

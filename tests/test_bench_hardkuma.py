@@ -49,8 +49,7 @@ def test_fast_profile_renders_both_tables(fast_run):
     assert "Orange skin" in text and "Additive (code)" in text
 
 
-def test_the_former_records_render_through_the_legacy_conversion():
-    # The README's numbers come from records written before the study format.
+def test_the_stored_records_render_the_readme_table():
     text = bench.main(["hardkuma", "--render", str(RESULTS / "hardkuma_full.json")])
     rows = [[cell.strip() for cell in line.split("|")[1:-1]] for line in text.splitlines()
             if line.startswith("   |")]

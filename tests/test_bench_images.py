@@ -70,8 +70,7 @@ def test_patch_masks_keep_the_patches_of_largest_absolute_sum():
     np.testing.assert_array_equal(images.patch_masks(attributions, groups, 2), [[1, 1, 1, 1, 0, 0]])
 
 
-def test_the_former_records_render_through_the_legacy_conversion():
-    # The README's numbers come from records written before the study format.
+def test_the_stored_records_render_the_readme_table():
     from benchmarks.harness.report import RESULTS_DIR
 
     text = bench.main(["images", "--render", str(RESULTS_DIR / "images_full.json")])
@@ -105,7 +104,7 @@ def test_text_study_fast_profile(tmp_path):
         assert lime["explain_ms_per_row"] > summary["l2x"]["explain_ms_per_row"]
 
 
-def test_the_former_text_record_renders_through_the_legacy_conversion():
+def test_the_stored_text_records_render_the_readme_numbers():
     from benchmarks.harness.report import RESULTS_DIR
 
     text = bench.main(["text", "--render", str(RESULTS_DIR / "text_full.json")])

@@ -52,8 +52,7 @@ def test_fast_profile_renders_one_row_per_method(fast_run):
     assert "Sanity check (model randomisation)" in text
 
 
-def test_the_former_records_render_through_the_legacy_conversion():
-    # The README's numbers come from records written before the study format.
+def test_the_stored_records_render_the_readme_table():
     from benchmarks.harness.report import RESULTS_DIR
 
     text = bench.main(["meed", "--render", str(RESULTS_DIR / "meed_full.json")])

@@ -350,16 +350,17 @@ def test_a_registry_entry_is_all_a_new_method_needs(monkeypatch):
     assert "Largest |x|" in _render(records, SMALL)
 
 
-def test_the_former_records_render_through_the_legacy_conversion():
-    # The README's numbers come from records written before the study format.
+def test_the_stored_records_render_the_readme_table():
     text = bench.main(["synthetic", "--render",
                        str(report.RESULTS_DIR / "synthetic_full.json")])
     rows = [[cell.strip() for cell in line.split("|")[1:-1]] for line in text.splitlines()
             if line.startswith("   |")]
-    former = json.loads((report.RESULTS_DIR / "synthetic_full.json").read_text())["records"]
-    first = former[0]
-    assert rows[2][:4] == [first["dataset_label"], synthetic.method_cell(first),
-                           f"{first['median_rank']:.2f}", f"{first['median_rank_optimum']:.2f}"]
+    stored = json.loads((report.RESULTS_DIR / "synthetic_full.json").read_text())["records"]
+    first = next(r for r in stored if r["method"] is not None)
+    value = {r["metric"]: r["value"] for r in stored
+             if (r["dataset"], r["method"]) == (first["dataset"], first["method"])}
+    assert rows[2][:4] == [data.DATASETS[first["dataset"]].label, synthetic.method_cell(first),
+                           f"{value['median_rank']:.2f}", f"{value['median_rank_optimum']:.2f}"]
 
 
 @pytest.fixture(scope="module")
@@ -720,8 +721,7 @@ def test_tables_fast_profile_renders_its_tables_and_acceptance(tables_fast):
     assert f"| {100 * np.mean(first):.1f} ({100 * np.ptp(first):.1f}) " in text
 
 
-def test_the_former_tables_records_render_the_readme_table():
-    # The README's fidelity table comes from records written before the study format.
+def test_the_stored_tables_records_render_the_readme_table():
     text = bench.main(["tables", "--render", str(report.RESULTS_DIR / "tables_full.json")])
     readme = bench.README.read_text(encoding="utf-8")
     block = readme.split(".. tables-table-start\n\n")[1].split("\n\n.. tables-table-end")[0]
@@ -814,8 +814,7 @@ def test_tables_peers_explain_regressors_and_every_output_of_a_multi_output_mode
     assert peers.combine_outputs([single]) is single
 
 
-def test_the_former_structured_records_render_through_the_legacy_conversion():
-    # The README's numbers come from records written before the study format.
+def test_the_stored_structured_records_render_the_readme_table():
     text = bench.main(["structured", "--render", str(report.RESULTS_DIR / "sointer_full.json")])
     rows = [[cell.strip() for cell in line.split("|")[1:-1]] for line in text.splitlines()
             if line.startswith("   |")]

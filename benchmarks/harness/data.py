@@ -1,6 +1,5 @@
 """Data sets, the black box and its torch copy, and the EVAL-X evaluator."""
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -10,6 +9,8 @@ from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
 from sk_sointer import datasets, metrics
+
+from .timing import elapsed
 
 # Seeds of the independent draws of every data set.
 TRAIN_SEED, EXPLAIN_SEED, TIMING_SEED, BLACK_BOX_SEED = 0, 1, 2, 3
@@ -207,23 +208,15 @@ def prepare(spec, profile, device, needs_evaluator):
         X_black_box, y_black_box, _ = spec.draw(profile.n_black_box, BLACK_BOX_SEED)
     else:
         X_black_box, y_black_box = X_train, y_train
-    start = time.perf_counter()
-    model = fit_black_box(X_black_box, y_black_box, random_state=TRAIN_SEED)
-    fit_s = time.perf_counter() - start
+    model, fit_s = elapsed(lambda: fit_black_box(X_black_box, y_black_box,
+                                                 random_state=TRAIN_SEED))
     torch_model = mlp_to_torch(model)
     check_torch_copy(model, torch_model, X_explain)
     data = Prepared(
-        X_train=X_train,
-        X_explain=X_explain,
-        y_explain=y_explain,
-        proba_explain=proba_explain,
-        relevant_explain=relevant,
-        X_timing=X_timing,
-        model=model,
-        torch_model=torch_model.to(device),
-        black_box_fit_s=fit_s,
-        black_box_acc=float(np.mean(model.predict(X_explain) == y_explain)),
-    )
+        X_train=X_train, X_explain=X_explain, y_explain=y_explain, proba_explain=proba_explain,
+        relevant_explain=relevant, X_timing=X_timing, model=model,
+        torch_model=torch_model.to(device), black_box_fit_s=fit_s,
+        black_box_acc=float(np.mean(model.predict(X_explain) == y_explain)))
     if needs_evaluator:
         fit_evaluator(data, profile, device)
     return data
@@ -236,9 +229,8 @@ def fit_evaluator(data, profile, device):
         random_state=TRAIN_SEED, device=str(device), **profile.params_for("evalx")
     )
     try:
-        start = time.perf_counter()
-        evaluator.fit(data.X_train, black_box=data.model)
-        data.evaluator_fit_s = time.perf_counter() - start
+        data.evaluator_fit_s = elapsed(lambda: evaluator.fit(data.X_train,
+                                                             black_box=data.model))[1]
         data.evaluator = evaluator
     except Exception as exc:  # noqa: BLE001 - recorded; the methods still run without eACC
         data.evaluator_error = f"{type(exc).__name__}: {exc}"

@@ -1,12 +1,10 @@
 """Our amortized explainers: fitted once on the training rows, then one forward pass a row."""
 
-import time
-
 from sk_sointer import metrics
 from sk_sointer._outputs import output_agreement
 
 from .data import TRAIN_SEED
-from .timing import best_time, throughput_ratio
+from .timing import best_time, elapsed, throughput_ratio
 
 
 def build_explainer(method, spec, profile, device):
@@ -20,9 +18,7 @@ def build_explainer(method, spec, profile, device):
 def run_amortized(method, spec, data, profile, device):
     """Fit ``method`` on the training rows, explain the explained rows; masks and timings."""
     explainer = build_explainer(method, spec, profile, device)
-    start = time.perf_counter()
-    explainer.fit(data.X_train, black_box=data.model)
-    fit_s = time.perf_counter() - start
+    fit_s = elapsed(lambda: explainer.fit(data.X_train, black_box=data.model))[1]
     masks = explainer.transform(data.X_explain)
     explain_s = best_time(lambda: explainer.transform(data.X_explain), 3, warmup=0)
     ratio, forward_s, transform_s = throughput_ratio(

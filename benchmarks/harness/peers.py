@@ -107,11 +107,8 @@ def run_peer(method, spec, data, profile, device):
     """Attributions of ``method`` on the explained rows; their top-k masks and timings."""
     attributions, setup_s, explain_s = method.attribute(data, profile, device)
     return topk_of_abs(attributions, method.k_for(spec)), {
-        "fit_s": None,
-        "setup_s": setup_s,
-        "explain_ms_per_row": 1000 * explain_s / len(data.X_explain),
-        "explain_timing": "single run",
-    }
+        "fit_s": None, "setup_s": setup_s, "explain_timing": "single run",
+        "explain_ms_per_row": 1000 * explain_s / len(data.X_explain)}
 
 
 def shap_kernel(data, profile, device):

@@ -63,6 +63,12 @@ def machine_info(device="auto", threads=1):
     return info
 
 
+def hardware(machine):
+    """The GPU of a run, or its CPU and threads, for a caption."""
+    threads = f"{machine['threads']} thread" + ("s" if machine["threads"] != 1 else "")
+    return machine["gpu"] or f"{machine['cpu']} CPU, {threads}"
+
+
 def _jsonable(value):
     if isinstance(value, dict):
         return {key: _jsonable(item) for key, item in value.items()}
@@ -78,40 +84,24 @@ def _jsonable(value):
     return value
 
 
-def save_results(path, records, machine, profile, study=None):
-    """Write ``{"machine", "profile", "records"}`` as JSON, atomically (a crash keeps the
-    previous complete file); a study's long records also name the ``study``."""
+def save_results(path, records, machine, profile, study):
+    """Write ``{"study", "machine", "profile", "records"}`` as JSON, atomically (a crash
+    keeps the previous complete file)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    payload = {"machine": machine, "profile": _profile_dict(profile), "records": records}
-    if study is not None:
-        payload = {"study": study, **payload}
+    payload = {"study": study, "machine": machine, "profile": dict(profile), "records": records}
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(_jsonable(payload), indent=1, allow_nan=False) + "\n",
                    encoding="utf-8")
     os.replace(tmp, path)
 
 
-def load_study_results(path, study):
-    """The long records, machine and profile of a study's results file; the records of a
-    file in the study's former wide format go through ``study.legacy``."""
+def load_study_results(path):
+    """The long records, machine and profile of a study's results file."""
     from .study import Profile
 
     payload = json.loads(Path(path).read_text(encoding="utf-8"))
-    records = payload["records"]
-    if "study" not in payload:
-        records = [long for record in records for long in study.legacy(record)]
-        # Every former record repeated the values of its data set: keep them once.
-        seen = set()
-        records = [r for r in records if r["method"] is not None or (
-            (r["dataset"], r["metric"]) not in seen and not seen.add((r["dataset"], r["metric"])))]
-    return records, payload["machine"], Profile(payload["profile"])
-
-
-def _profile_dict(profile):
-    if isinstance(profile, dict):
-        return dict(profile)
-    return {key: getattr(profile, key) for key in profile.__dataclass_fields__}
+    return payload["records"], payload["machine"], Profile(payload["profile"])
 
 
 # Reports

@@ -9,7 +9,6 @@ one per metric, with the study, data set, method, seed, metric, value and unit, 
 context (k, parameters, an error). :func:`.report.render` draws the tables from them.
 """
 
-import time
 import traceback
 from dataclasses import dataclass, field
 from typing import Callable
@@ -56,6 +55,11 @@ class Metric:
     scale: float = 1.0
     fmt: object = ".3g"
     cell: Callable = None
+
+
+def percent(label, unit="%", fmt=".1f"):
+    """A fraction shown in points."""
+    return Metric(label, unit, 100, fmt)
 
 
 @dataclass(frozen=True)
@@ -106,8 +110,7 @@ class Study:
     set (every method by default), ``seeds(method, profile)`` the seeds of a method
     (``None``: a single run), ``dataset_values(data)`` metrics of the data set itself
     (recorded with ``method=None``). ``options`` are command-line options that override a
-    profile value (``{"widths": {"type": int, "nargs": "+"}}``). ``legacy`` turns a record
-    of the wide format this study wrote before into long records; ``spread`` is ``"sd"``
+    profile value (``{"widths": {"type": int, "nargs": "+"}}``). ``spread`` is ``"sd"``
     (sample standard deviation), ``"std"`` (population), ``"range"`` (max - min) or ``None``
     (the mean alone).
     ``default_methods`` run when none are asked for (default: all of ``methods``).
@@ -138,7 +141,6 @@ class Study:
     labels: dict = field(default_factory=dict)
     dataset_labels: dict = field(default_factory=dict)
     options: dict = field(default_factory=dict)
-    legacy: Callable = None
     default_methods: tuple = None
     method_cell: Callable = None
     readme: tuple = None
@@ -278,39 +280,4 @@ def summarize(records):
         for key in [key for key in entry if key.endswith("_seeds")]:
             values = entry[key]
             entry[key[: -len("_seeds")]] = sum(values) / len(values)
-    return out
-
-
-def elapsed(func):
-    """``(result, seconds)`` of ``func()``."""
-    start = time.perf_counter()
-    result = func()
-    return result, time.perf_counter() - start
-
-
-def legacy_seeds(study, record, dataset_keys=(), context_keys=()):
-    """Long records of a former wide record that kept every seed's value of a metric under
-    ``<metric>_seeds`` (its seeds under ``seeds``) and a single run's under ``<metric>``.
-    ``dataset_keys`` are values of the data set, recorded with ``method=None``;
-    ``context_keys`` join every record's context."""
-    dataset, method = record.get("dataset"), record["method"]
-    context = {key: record[key] for key in context_keys if key in record}
-    out = records_of(study, dataset, None, None,
-                     {key: record[key] for key in dataset_keys if key in record})
-    if record.get("error"):
-        return out + [{"study": study.name, "dataset": dataset, "method": method, "seed": None,
-                       "metric": "error", "value": None, "unit": "", **context,
-                       "error": record["error"], "traceback": record.get("traceback")}]
-    skip = {"dataset", "method", "method_label", "seeds", "error", "traceback", *dataset_keys,
-            *context_keys}
-    names = [key for key in record if key not in skip and not key.endswith(("_std", "_seeds"))]
-    seeds = record.get("seeds") or [None]
-    for i, seed in enumerate(seeds):
-        values = {}
-        for name in names:
-            per_seed = record.get(name + "_seeds")
-            # A number kept for the run as a whole (a mean) goes with its first seed.
-            values[name] = per_seed[i] if per_seed is not None else (
-                record[name] if i == 0 or not _is_number(record[name]) else None)
-        out += records_of(study, dataset, method, seed, values, **context)
     return out

@@ -7,6 +7,13 @@ import numpy as np
 import torch
 
 
+def elapsed(func):
+    """``(result, seconds)`` of ``func()``."""
+    start = time.perf_counter()
+    result = func()
+    return result, time.perf_counter() - start
+
+
 def sync(device):
     """Wait for the device's queued work, so that a timer sees it finished."""
     if device.type == "cuda":

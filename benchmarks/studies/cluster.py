@@ -23,7 +23,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ..harness.study import Metric, Study, Table, records_of
+from ..harness.study import Metric, Study, Table
 
 PROFILES = {
     "fast": dict(n_rows=100_000, workers=(1, 2), shap_rows=4, repeats=2),
@@ -161,13 +161,6 @@ def caption(records, machine, profile):
             f"{machine.get('cpu')}; one torch thread per worker process).")
 
 
-def legacy(record):
-    """Long records of a record of the former ``scale_cluster_<profile>.json``."""
-    engine = {label: name for name, label in ENGINES.items()}[record["engine"]]
-    values = {key: value for key, value in record.items() if key not in ("engine", "workers")}
-    return records_of(STUDY, "orange_skin", engine, None, values, workers=record["workers"])
-
-
 STUDY = Study(
     name="cluster",
     profiles=PROFILES,
@@ -184,5 +177,4 @@ STUDY = Study(
                   labels={"method": "Engine", "workers": "Workers"}),),
     caption=caption,
     labels=ENGINES,
-    legacy=legacy,
 )

@@ -17,7 +17,8 @@ import numpy as np
 from sk_sointer import HardKumaExplainer, L2XExplainer, metrics
 
 from ..harness.data import DATASETS, TRAIN_SEED, prepare
-from ..harness.study import Metric, Study, Table, elapsed, records_of
+from ..harness.study import Metric, Study, Table, percent
+from ..harness.timing import elapsed
 
 PROFILES = {
     "fast": dict(n_train=2_000, n_explain=200, n_black_box=None, n_timing=1_000, rates=(0.3,),
@@ -86,21 +87,6 @@ def caption(records, machine, profile):
             f"{profile.seeds} seed(s). Rates and TPR in %.")
 
 
-def legacy(record):
-    """Long records of a record of the former ``hardkuma_<profile>.json``."""
-    part, dataset = record["part"], record["dataset"]
-    context = ({"target_rate": record["target_rate"]} if part == "rate"
-               else {"k": record["k"]})
-    out = records_of(STUDY, dataset, None, None, {"black_box_acc": record["black_box_acc"]})
-    for seed, run in enumerate(record["runs"]):
-        if part == "matched":
-            run = {**run, "target_rate": record["target_rate"],
-                   "tpr_gain": run["tpr"] - run["l2x_tpr"]}
-        out += records_of(STUDY, dataset, part, TRAIN_SEED + seed, run, **context)
-    return out
-
-
-_PCT = {"scale": 100, "fmt": ".1f"}
 STUDY = Study(
     name="hardkuma",
     profiles=PROFILES,
@@ -113,15 +99,15 @@ STUDY = Study(
     dataset_values=lambda data, dataset: {"black_box_acc": data.black_box_acc},
     measure=measure,
     metrics={
-        "target_rate": Metric("Rate", **_PCT), "achieved_rate": Metric("Achieved", **_PCT),
-        "expected_rate": Metric("Expected", **_PCT), "tpr": Metric("TPR", **_PCT),
-        "fdr": Metric("FDR", **_PCT), "posthoc_acc": Metric("Post-hoc acc.", **_PCT),
+        "target_rate": percent("Rate", ""), "achieved_rate": percent("Achieved", ""),
+        "expected_rate": percent("Expected", ""), "tpr": percent("TPR", ""),
+        "fdr": percent("FDR", ""), "posthoc_acc": percent("Post-hoc acc.", ""),
         "fit_s": Metric("Fit s", fmt=".1f"), "mean_selected": Metric("Features a row"),
-        "l2x_tpr": Metric("L2X", **_PCT), "tpr_top_k": Metric("HardKuma top-k", **_PCT),
+        "l2x_tpr": percent("L2X", ""), "tpr_top_k": percent("HardKuma top-k", ""),
         "tpr_gain": Metric("HardKuma - L2X", scale=100, fmt="+.1f"),
         "l2x_fit_s": Metric("L2X fit s", fmt=".1f"),
         "hardkuma_fit_s": Metric("HardKuma fit s", fmt=".1f"),
-        "black_box_acc": Metric("Black box acc.", **_PCT),
+        "black_box_acc": percent("Black box acc.", ""),
     },
     tables=(
         Table("HardKuma: the selection rate asked for and achieved",
@@ -135,6 +121,5 @@ STUDY = Study(
     ),
     caption=caption,
     dataset_labels={name: spec.label for name, spec in DATASETS.items()},
-    legacy=legacy,
     spread="std",
 )

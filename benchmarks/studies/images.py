@@ -38,8 +38,8 @@ from sk_sointer.datasets import load_digits_3_vs_8, load_mnist_3_vs_8
 from sk_sointer.metrics import posthoc_accuracy, random_masks
 
 from ..harness.peers import topk_of_abs
-from ..harness.study import Metric, Study, Table, legacy_seeds
-from ..harness.timing import best_time, sync
+from ..harness.study import Metric, Study, Table, percent
+from ..harness.timing import best_time, elapsed, sync
 
 SPLIT_SEED = TRAIN_SEED = EXPLAIN_SEED = 0
 
@@ -113,9 +113,8 @@ def load_data(profile):
     order = np.random.default_rng(SPLIT_SEED).permutation(len(X))
     explain, train = order[: profile.n_explain], order[profile.n_explain :]
     side = X.shape[-1]
-    start = time.perf_counter()
-    model = train_black_box(X[train], y[train], side, scale, profile.black_box_epochs)
-    fit_s = time.perf_counter() - start
+    model, fit_s = elapsed(lambda: train_black_box(X[train], y[train], side, scale,
+                                                   profile.black_box_epochs))
     with torch.no_grad():
         predicted = model(torch.as_tensor(X[explain])).argmax(dim=1).numpy()
     return ImageData(X[train], y[train], X[explain], y[explain], model,
@@ -167,9 +166,7 @@ def run_ours(name, data, profile, device, seed):
         explainer = HardKumaExplainer(k=profile.k, patch_size=profile.patch_size, **params)
     else:  # REAL-X's own thresholded selection of pixels
         explainer = RealXExplainer(k=None, **params)
-    start = time.perf_counter()
-    explainer.fit(data.X_train, black_box=data.model)
-    fit_s = time.perf_counter() - start
+    fit_s = elapsed(lambda: explainer.fit(data.X_train, black_box=data.model))[1]
     masks = explainer.transform(data.X_explain)
     explain_s = best_time(lambda: explainer.transform(data.X_explain), 3, warmup=0)
     return masks, {"fit_s": fit_s, "explain_ms_per_row": 1000 * explain_s / len(masks),
@@ -308,13 +305,6 @@ def caption(records, machine, profile):
         f"deviation over {profile.seeds} seeds ({params}); peers: one run.")
 
 
-def legacy(record):
-    """Long records of a record of the former ``images_<profile>.json``."""
-    return legacy_seeds(STUDY, record, ("black_box_acc", "evalx_full_eacc", "n_train",
-                                        "n_explain"), ("k", "patch_size"))
-
-
-_PCT = {"unit": "%", "scale": 100, "fmt": ".1f"}
 STUDY = Study(
     name="images",
     profiles=PROFILES,
@@ -325,14 +315,14 @@ STUDY = Study(
     prepare=prepare,
     dataset_values=data_values,
     measure=measure,
-    metrics={"fs_m": Metric("FS-M", **_PCT), "fu_m": Metric("FU-M", **_PCT),
-             "eacc": Metric("eACC", **_PCT),
+    metrics={"fs_m": percent("FS-M"), "fu_m": percent("FU-M"),
+             "eacc": percent("eACC"),
              "selected_pct": Metric("Selected", "% of pixels", fmt=".1f"),
-             "rows_with_none": Metric("Rows with none", **_PCT),
+             "rows_with_none": percent("Rows with none"),
              "fit_s": Metric("Fit s", fmt=".1f"),
              "explain_ms_per_row": Metric("ms / row", fmt=".3g"),
-             "black_box_acc": Metric("Black box acc.", **_PCT),
-             "evalx_full_eacc": Metric("eACC, full images", **_PCT)},
+             "black_box_acc": percent("Black box acc."),
+             "evalx_full_eacc": percent("eACC, full images")},
     tables=(Table("Explaining a CNN on images", ("fs_m", "fu_m", "eacc", "selected_pct",
                                                   "fit_s", "explain_ms_per_row"),
                   rows=("method",)),),
@@ -340,5 +330,4 @@ STUDY = Study(
     labels={"captum_kernel_shap": "KernelShap (captum)", "shap_partition": "Partition (shap)",
             RANDOM: "Random k patches"},
     dataset_labels=SOURCES,
-    legacy=legacy,
 )

@@ -37,8 +37,8 @@ from sk_sointer.metrics import (
 )
 
 from ..harness.peers import topk_of_abs
-from ..harness.study import Metric, Study, Table, legacy_seeds
-from ..harness.timing import best_time, sync
+from ..harness.study import Metric, Study, Table, percent
+from ..harness.timing import best_time, elapsed, sync
 from .images import (
     EXPLAIN_SEED, SOURCES, TRAIN_SEED, dataset_values, gradient_attributions, load_data,
 )
@@ -82,9 +82,7 @@ def build(name, profile, device, seed):
 def run_ours(name, data, profile, device, seed):
     """Masks of the explained and of the training images, SEN and timings of one fit."""
     explainer = build(name, profile, device, seed)
-    start = time.perf_counter()
-    explainer.fit(data.X_train, black_box=data.model)
-    fit_s = time.perf_counter() - start
+    fit_s = elapsed(lambda: explainer.fit(data.X_train, black_box=data.model))[1]
     masks = explainer.transform(data.X_explain)
     explain_s = best_time(lambda: explainer.transform(data.X_explain), 3, warmup=0)
     rows = data.X_explain[: profile.sen_rows]
@@ -195,12 +193,6 @@ def notes(records, machine, profile):
             f"{100 * sanity['chance_cosine']:.1f} %).", ""]
 
 
-def legacy(record):
-    """Long records of a record of the former ``meed_<profile>.json``."""
-    return legacy_seeds(STUDY, record, ("black_box_acc", "n_train", "n_explain"), ("k",))
-
-
-_PCT = {"unit": "%", "scale": 100, "fmt": ".1f"}
 STUDY = Study(
     name="meed",
     profiles=PROFILES,
@@ -215,14 +207,14 @@ STUDY = Study(
                                  "black_box_fit_s": data.black_box_fit_s,
                                  "n_train": len(data.X_train), "n_explain": len(data.X_explain)},
     measure=measure,
-    metrics={"fs_m": Metric("FS-M ↑", **_PCT), "fu_m": Metric("FU-M ↓", **_PCT),
-             "fs_a": Metric("FS-A ↑", **_PCT), "fu_a": Metric("FU-A ↓", **_PCT),
-             "sen": Metric("SEN ↓", **_PCT), "fit_s": Metric("Fit s", fmt=".1f"),
+    metrics={"fs_m": percent("FS-M ↑"), "fu_m": percent("FU-M ↓"),
+             "fs_a": percent("FS-A ↑"), "fu_a": percent("FU-A ↓"),
+             "sen": percent("SEN ↓"), "fit_s": Metric("Fit s", fmt=".1f"),
              "explain_ms_per_row": Metric("ms / image", fmt=".3g"),
-             "sanity_cosine": Metric("Sanity cosine", **_PCT),
-             "sanity_pearson": Metric("Sanity Pearson", **_PCT),
-             "chance_cosine": Metric("Chance cosine", **_PCT),
-             "black_box_acc": Metric("Black box acc.", **_PCT)},
+             "sanity_cosine": percent("Sanity cosine"),
+             "sanity_pearson": percent("Sanity Pearson"),
+             "chance_cosine": percent("Chance cosine"),
+             "black_box_acc": percent("Black box acc.")},
     tables=(Table("MEED, its ablations and peers, k pixels of MNIST 3 vs 8",
                   ("fs_m", "fu_m", "fs_a", "fu_a", "sen", "fit_s", "explain_ms_per_row"),
                   rows=("method",)),),
@@ -232,5 +224,4 @@ STUDY = Study(
             "meed_no_prior": "MEED w/o prior", "realx": "REAL-X (k pixels)",
             RANDOM: "Random k pixels", SANITY: "MEED on a randomised black box"},
     dataset_labels=SOURCES,
-    legacy=legacy,
 )

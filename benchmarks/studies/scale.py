@@ -42,7 +42,7 @@ from ..harness import report
 from ..harness.anchor import ANCHORS
 from ..harness.data import N_RELEVANT, DatasetSpec, make_rows
 from ..harness.registry import METHODS, method_names
-from ..harness.study import Metric, Study, Table, legacy_seeds
+from ..harness.study import Metric, Study, Table
 from ..harness.timing import best_times, sync
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -335,15 +335,13 @@ def _rise(func):
 
 def peer_costs(path=SYNTHETIC_RESULTS):
     """The per-row peers' milliseconds per explained row, from the synthetic study's
-    results (either format): per peer the median over the data sets it explained without
+    results: per peer the median over the data sets it explained without
     error, with the widths of those data sets and the settings and machine of that run.
     ``None`` when the file is missing."""
-    from .synthetic import STUDY as SYNTHETIC
-
     path = Path(path) if Path(path).exists() else ROOT / path
     if not path.exists():
         return None
-    records, machine, profile = report.load_study_results(path, SYNTHETIC)
+    records, machine, profile = report.load_study_results(path)
     widths = {r["dataset"]: r["value"] for r in records
               if r["method"] is None and r["metric"] == "n_features"}
     failed = {(r["dataset"], r["method"]) for r in records if r["metric"] == "error"}
@@ -375,8 +373,7 @@ def _ratio(value):
 
 def caption(records, machine, profile):
     cuda = machine["device"] == "cuda"
-    threads = f"{machine['threads']} thread" + ("s" if machine["threads"] != 1 else "")
-    hardware = f"{machine['gpu']} (CUDA)" if cuda else f"{machine['cpu']} CPU, {threads}"
+    hardware = f"{machine['gpu']} (CUDA)" if cuda else report.hardware(machine)
     fit_timing = {r["fit_timing"] for r in records if r.get("fit_timing")}
     reference = profile.get("reference_rows")
     return (
@@ -440,17 +437,6 @@ def notes(records, machine, profile):
         [[label, f"{ms:.3g}", f"{ms * 1e6 / 1e3 / 3600:.3g}"] for label, ms in rows])]
 
 
-def legacy(record):
-    """Long records of a record of the former ``scale_<profile>_<device>.json``."""
-    done = not (record["skipped"] or record["error"])
-    return legacy_seeds(STUDY, {
-        **record, "dataset": f"{record['n_rows']}x{record['n_features']}",
-        "error": record["skipped"] or record["error"],
-        **({"steps": _steps(record["n_steps"], record["budget"]),
-            "in_out_bytes": record["input_bytes"] + record["output_bytes"]} if done else {})},
-        context_keys=("n_rows", "n_features", "k"))
-
-
 def _at_least(smallest):
     def parse(text):
         if int(text) < smallest:
@@ -496,7 +482,6 @@ STUDY = Study(
                   where=lambda r: r.get("device") == "cuda")),
     caption=caption,
     notes=notes,
-    legacy=legacy,
     options={"rows": {"type": _at_least(2), "nargs": "+", "metavar": "N",
                       "help": "row counts instead of the profile's"},
              "widths": {"type": _at_least(N_RELEVANT), "nargs": "+", "metavar": "N",

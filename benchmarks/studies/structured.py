@@ -21,7 +21,6 @@ peers run once, with their own sampling seed. A reference row draws k features p
 random.
 """
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,11 +30,12 @@ from sklearn.neural_network import MLPClassifier
 
 from sk_sointer import datasets, metrics
 
+from ..harness import report
 from ..harness.data import BLACK_BOX_SEED, EXPLAIN_SEED, TRAIN_SEED, check_torch_copy, mlp_to_torch
 from ..harness.peers import topk_of_abs
 from ..harness.registry import METHODS, method_names
-from ..harness.study import Metric, Study, Table, legacy_seeds, records_of
-from ..harness.timing import best_time
+from ..harness.study import Metric, Study, Table, percent
+from ..harness.timing import best_time, elapsed
 
 # Seed of the column shuffle of the synthetic sets (see synthetic_tasks).
 COLUMN_SEED = 20
@@ -125,10 +125,8 @@ class Task:
 
 def fit_black_box(X, Y, profile):
     """The multi-label MLP every method explains."""
-    start = time.perf_counter()
-    model = MLPClassifier(hidden_layer_sizes=profile.black_box_hidden, early_stopping=True,
-                          random_state=TRAIN_SEED).fit(X, Y)
-    return model, time.perf_counter() - start
+    return elapsed(lambda: MLPClassifier(hidden_layer_sizes=profile.black_box_hidden,
+                                         early_stopping=True, random_state=TRAIN_SEED).fit(X, Y))
 
 
 def _tasks(model, fit_s, dataset, targets, k, X_train, X_explain, Y_explain, relevant, device):
@@ -239,9 +237,7 @@ def _fit_ours(method, task, seed, profile, device):
 
         explainer.set_params(energy=EnergyNet())  # what None stands for
     explainer.set_params(**nested)
-    start = time.perf_counter()
-    explainer.fit(task.X_train, black_box=black_box)
-    return explainer, time.perf_counter() - start
+    return elapsed(lambda: explainer.fit(task.X_train, black_box=black_box))
 
 
 # The declaration
@@ -325,8 +321,7 @@ def measure(tasks, dataset, name, seed, profile, device, **context):
 
 
 def caption(records, machine, profile):
-    threads = f"{machine['threads']} thread" + ("s" if machine["threads"] != 1 else "")
-    hardware = machine["gpu"] or f"{machine['cpu']} CPU, {threads}"
+    hardware = report.hardware(machine)
     hidden = "-".join(map(str, profile.black_box_hidden))
     yeast = {r["metric"]: r["value"] for r in records
              if r["method"] is None and r.get("set") == "yeast"}
@@ -351,33 +346,10 @@ def caption(records, machine, profile):
            "selection has to beat."))
 
 
-_TASK_KEYS = ("set", "target_label", "n_features", "n_train", "n_explain", "black_box_acc",
-              "label_rate", "black_box_fit_s", "black_box_rate", "median_rank_optimum",
-              "posthoc_acc_empty")
-
-
-def legacy(record):
-    """Long records of a record of the former ``sointer_<profile>.json``."""
-    yeast = record["dataset"] == "yeast"
-    dataset = (f"yeast/{record['target_label']}" if yeast else
-               f"{record['dataset']}/{record['n_features']}/{record['target_label']}")
-    context = {"set": record["dataset"], "target_label": record["target_label"],
-               "n_features": None if yeast else record["n_features"], "k": record["k"]}
-    trimmed = {key: value for key, value in record.items()
-               if key not in ("profile", "target", "n_black_box", "k", *_TASK_KEYS)}
-    trimmed["dataset"] = dataset
-    out = records_of(STUDY, dataset, None, None,
-                     {**{key: record[key] for key in _TASK_KEYS if key in record},
-                      "set": record["dataset"]})
-    return out + [{**r, **context} for r in legacy_seeds(STUDY, trimmed)
-                  if r["method"] is not None]
-
-
 def _synthetic(r):
     return r.get("set") != "yeast"
 
 
-_PCT = {"scale": 100, "fmt": ".1f"}
 _TASK_ROWS = ("set", "target_label", "n_features")
 _LABELS = {"set": "Set", "target_label": "Target", "n_features": "d"}
 STUDY = Study(
@@ -394,15 +366,15 @@ STUDY = Study(
     prepare=prepare,
     dataset_values=task_values,
     measure=measure,
-    metrics={"exact_match": Metric("Exact match", "%", **_PCT),
+    metrics={"exact_match": percent("Exact match"),
              "median_rank": Metric("Median rank", fmt=".2f"),
-             "tpr": Metric("TPR", "%", **_PCT),
-             "posthoc_acc": Metric("Post-hoc acc.", "%", **_PCT),
+             "tpr": percent("TPR"),
+             "posthoc_acc": percent("Post-hoc acc."),
              "fit_s": Metric("Fit s"), "setup_s": Metric("Setup s"),
              "explain_ms_per_row": Metric("ms / row"),
-             "black_box_rate": Metric("Predicted\n1", "%", **_PCT),
-             "black_box_acc": Metric("Black box\nacc.", "%", **_PCT),
-             "posthoc_acc_empty": Metric("No feature", "%", **_PCT)},
+             "black_box_rate": percent("Predicted\n1"),
+             "black_box_acc": percent("Black box\nacc."),
+             "posthoc_acc_empty": percent("No feature")},
     tables=(
         Table("Exact-match accuracy %", ("exact_match",), rows=_TASK_ROWS, columns="method",
               where=_synthetic, mean_row=True, labels=_LABELS),
@@ -430,5 +402,4 @@ STUDY = Study(
              "sets": {"nargs": "+", "choices": SETS, "help": "data sets (default: all)"},
              "n_train": {"type": int, "help": "explainers' training rows on E1 and E2"},
              "n_explain": {"type": int, "help": "explained rows on E1 and E2"}},
-    legacy=legacy,
 )

@@ -15,11 +15,12 @@ import textwrap
 
 import numpy as np
 
+from ..harness import report
 from ..harness.data import DATASETS, TRAIN_SEED, prepare as prepare_data
 from ..harness.ours import median_rank_with_seed
 from ..harness.quality import mask_quality
 from ..harness.registry import METHODS, method_names
-from ..harness.study import Metric, Study, Table, records_of
+from ..harness.study import Metric, Study, Table, percent
 
 PEER_SAMPLES = {"shap_nsamples": 200, "captum_kernel_shap_samples": 200}
 PROFILES = {
@@ -84,8 +85,7 @@ def method_cell(record):
 
 
 def caption(records, machine, profile):
-    threads = f"{machine['threads']} thread" + ("s" if machine["threads"] != 1 else "")
-    hardware = machine["gpu"] or f"{machine['cpu']} CPU, {threads}"
+    hardware = report.hardware(machine)
     return (
         f"Profile ``{profile.name}``: black boxes (MLP 200-200-200) trained on "
         f"{profile.n_black_box or profile.n_train:,} rows, explainers and EVAL-X on "
@@ -123,36 +123,10 @@ def notes(records, machine, profile):
     return lines
 
 
-_DATA_KEYS = ("n_features", "black_box_acc", "black_box_fit_s", "evalx_fit_s", "evalx_error")
-_CONTEXT_KEYS = ("k", "params", "explain_timing")
-_NOT_MEASURED = {"profile", "dataset", "dataset_label", "method", "method_label", "n_train",
-                 "n_black_box", "n_explain", "median_rank_seeds", "error", "traceback",
-                 *_DATA_KEYS, *_CONTEXT_KEYS}
-
-
-def legacy(record):
-    """Long records of a record of the former ``synthetic_<profile>.json``."""
-    dataset, name = record["dataset"], record["method"]
-    context = {key: record.get(key) for key in _CONTEXT_KEYS}
-    out = records_of(STUDY, dataset, None, None, {key: record.get(key) for key in _DATA_KEYS})
-    seed = TRAIN_SEED if METHODS[name].amortized else None
-    if record["error"] is not None:
-        return out + [{"study": STUDY.name, "dataset": dataset, "method": name, "seed": seed,
-                       "metric": "error", "value": None, "unit": "", **context,
-                       "error": record["error"], "traceback": record["traceback"]}]
-    values = {key: value for key, value in record.items() if key not in _NOT_MEASURED}
-    out += records_of(STUDY, dataset, name, seed, values, **context)
-    for i, rank in enumerate((record.get("median_rank_seeds") or [])[1:], start=1):
-        out += records_of(STUDY, dataset, name, TRAIN_SEED + i, {"median_rank": rank},
-                          **context)
-    return out
-
-
 def _main(record):
     return not DATASETS[record["dataset"]].probe
 
 
-_PCT = {"unit": "%", "scale": 100, "fmt": ".1f"}
 STUDY = Study(
     name="synthetic",
     profiles=PROFILES,
@@ -167,9 +141,9 @@ STUDY = Study(
     metrics={
         "median_rank": Metric("Median rank", fmt=".2f"),
         "median_rank_optimum": Metric("Optimum", fmt=".2f"),
-        "tpr": Metric("TPR", **_PCT), "fdr": Metric("FDR", **_PCT),
-        "cfsr": Metric("CFSR", **_PCT), "eacc": Metric("eACC", **_PCT),
-        "eacc_expected": Metric("eACC (p)", **_PCT), "eauroc": Metric("eAUROC", fmt=".3f"),
+        "tpr": percent("TPR"), "fdr": percent("FDR"),
+        "cfsr": percent("CFSR"), "eacc": percent("eACC"),
+        "eacc_expected": percent("eACC (p)"), "eauroc": Metric("eAUROC", fmt=".3f"),
         "fit_s": Metric("Fit s"), "explain_ms_per_row": Metric("Explain", "ms/row"),
         "throughput_ratio": Metric("Throughput", fmt=".2f"),
         "own_acc": Metric("Own predictor", "acc. %", 100, ".1f"),
@@ -190,5 +164,4 @@ STUDY = Study(
     method_cell=method_cell,
     dataset_labels={name: spec.label for name, spec in DATASETS.items()},
     readme=(".. results-table-start", ".. results-table-end"),
-    legacy=legacy,
 )

@@ -66,13 +66,13 @@ from sk_sointer._outputs import output_agreement
 from sk_sointer._search import greedy_subsets
 from sk_sointer.metrics import random_masks
 
-from ..harness import study
+from ..harness import report, study
 from ..harness.data import EXPLAIN_SEED, TRAIN_SEED, fit_evaluator
 from ..harness.ours import build_explainer, recorded_params
 from ..harness.peers import topk_of_abs
 from ..harness.registry import METHODS as REGISTRY
-from ..harness.study import Metric, Study, Table
-from ..harness.timing import best_time
+from ..harness.study import Metric, Study, Table, percent
+from ..harness.timing import best_time, elapsed
 
 SPLIT_SEED = 0
 OURS = ("l2x", "realx", "meed", "hardkuma")
@@ -240,7 +240,7 @@ def prepare(pair_name, profile, device):
         X_train, y_train = X_train[: profile.max_train], y_train[: profile.max_train]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        model, fit_s = study.elapsed(lambda: estimator.fit(X_train, y_train))
+        model, fit_s = elapsed(lambda: estimator.fit(X_train, y_train))
     # The package's own reading of the model's outputs: accuracy per output, or R².
     black_box = as_black_box(model)
     outputs = black_box.predict(X_test)
@@ -368,7 +368,7 @@ def measure(pair, dataset, method, seed, profile, device, k, **labels):
     if method == ORACLE:
         # Per row, the k features of the greedy search that queries the model itself.
         judge = pair.judge
-        groups, explain_s = study.elapsed(lambda: greedy_subsets(
+        groups, explain_s = elapsed(lambda: greedy_subsets(
             judge.black_box_.predict, pair.X_explain, judge.masker_, judge.output_spec_, k))
         masks = np.asarray(judge.masker_.expand(groups), dtype=np.float32)
         n_groups = judge.masker_.n_groups_
@@ -378,7 +378,7 @@ def measure(pair, dataset, method, seed, profile, device, k, **labels):
     spec = SimpleNamespace(k=k, control_flow=False)  # no table has REAL-X's control flow
     explainer = build_explainer(REGISTRY[method.removesuffix("_thresholded")], spec, profile,
                                 device).set_params(random_state=seed)
-    fit_s = study.elapsed(lambda: explainer.fit(pair.X_train, black_box=pair.model))[1]
+    fit_s = elapsed(lambda: explainer.fit(pair.X_train, black_box=pair.model))[1]
     masks = explainer.transform(pair.X_explain)
     run = {**mask_fields(pair, masks), "fit_s": fit_s, "fidelity": explainer.score(pair.X_explain),
            "params": {key: value for key, value in recorded_params(explainer).items()
@@ -472,8 +472,7 @@ def acceptance(records):
 
 
 def caption(records, machine, profile):
-    threads = f"{machine['threads']} thread" + ("s" if machine["threads"] != 1 else "")
-    hardware = machine["gpu"] or f"{machine['cpu']} CPU, {threads}"
+    hardware = report.hardware(machine)
     return (
         f"Profile ``{profile.name}``: tables split 70/30, the black box fitted on the 70 %, "
         f"up to {profile.n_explain} test rows explained; run on {machine['date'][:10]} on "
@@ -490,31 +489,10 @@ def caption(records, machine, profile):
         "on the row (the ceiling of a search).")
 
 
-_NOT_MEASURED = ("profile", "table", "table_label", "black_box", "black_box_label", "task",
-                 "k", "kind", "eval_x_metric", "fidelity_spread", "evalx_error", *GAPS)
-_DATA_KEYS = ("n_features", "n_outputs", "n_train", "n_test", "n_explain", "black_box_score",
-              "black_box_fit_s", "evalx_fit_s")
-
-
-def legacy(record):
-    """Long records of a record of the former ``tables_<profile>.json``: a pair's values
-    once a data set; the gaps are drawn from the fidelities again (:func:`with_gaps`)."""
-    dataset = dataset_name(record["table"], record["black_box"], record["k"])
-    context = _context(dataset)
-    kept = {key: value for key, value in record.items() if key not in _NOT_MEASURED}
-    return [{**context, **r} for r in study.legacy_seeds(
-        STUDY, {**kept, "dataset": dataset, **context}, dataset_keys=_DATA_KEYS,
-        context_keys=tuple(context))]
-
-
 def _fidelity_cell(values):
     """The mean in points; over seeds, the spread (max − min) in parentheses."""
     spread = f" ({100 * float(np.ptp(values)):.1f})" if len(values) > 1 else ""
     return f"{100 * float(np.mean(values)):.1f}" + spread
-
-
-def _points(label, fmt=".1f"):
-    return Metric(label, scale=100, fmt=fmt)
 
 
 _HEADERS = {"table": "Table", "black_box": "Black box"}
@@ -541,16 +519,16 @@ STUDY = Study(
     measure=measure,
     metrics={
         "fidelity": Metric("Fidelity", scale=100, fmt=".1f", cell=_fidelity_cell),
-        "eval_x": _points("EVAL-X"),
-        "random_same_sizes": _points("Random,\nsame sizes"),
-        "empty_rate": _points("Empty %"),
+        "eval_x": percent("EVAL-X", ""),
+        "random_same_sizes": percent("Random,\nsame sizes", ""),
+        "empty_rate": percent("Empty %", ""),
         "mean_selected": Metric("Features\na row", fmt=".1f"),
         "n_distinct_masks": Metric("Distinct\nmasks", fmt=".0f"),
-        **{name: _points(name, "+.1f") for name in GAPS},
+        **{name: percent(name, "", "+.1f") for name in GAPS},
         "fit_s": Metric("Fit s"), "transform_us_per_row": Metric("µs / row"),
         "explain_ms_per_row": Metric("ms / row"),
         "fails": Metric("Failing", cell=lambda values: f"{int(sum(values))} / {len(values)}"),
-        "black_box_score": _points("Black box score\n(accuracy, R²)"),
+        "black_box_score": percent("Black box score\n(accuracy, R²)", ""),
     },
     tables=(
         _per_method("Fidelity (points)", "fidelity", mean_row=True),
@@ -580,6 +558,5 @@ STUDY = Study(
                for name in THRESHOLDED}},
     readme=(".. tables-table-start", ".. tables-table-end"),
     readme_tables=("Fidelity (points)",),
-    legacy=legacy,
     spread=None,  # the means alone, but the fidelity's spread (_fidelity_cell)
 )

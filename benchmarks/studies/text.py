@@ -18,7 +18,8 @@ import torch
 from sk_sointer import L2XExplainer, TokenCNN, TokenCNNSelector, as_black_box
 from sk_sointer.metrics import posthoc_accuracy
 
-from ..harness.study import Metric, Study, Table, records_of
+from ..harness.study import Metric, Study, Table, percent
+from ..harness.timing import elapsed
 
 PROFILES = {
     "fast": dict(k=10, n_explain=200, n_train=2_000, black_box_epochs=2, max_epochs=2,
@@ -85,12 +86,9 @@ def l2x(data, profile):
                              approximator=TokenCNN(filters=250, hidden_units=(250,)),
                              max_epochs=profile.max_epochs, batch_size=100, random_state=0,
                              device="cpu")
-    fit_start = time.perf_counter()
-    explainer.fit(data.ids[data.train], black_box=data.model)
-    fit_s = time.perf_counter() - fit_start
-    start = time.perf_counter()
-    masks = explainer.transform(data.rows)
-    ms_per_row = 1000 * (time.perf_counter() - start) / len(data.rows)
+    fit_s = elapsed(lambda: explainer.fit(data.ids[data.train], black_box=data.model))[1]
+    masks, explain_s = elapsed(lambda: explainer.transform(data.rows))
+    ms_per_row = 1000 * explain_s / len(data.rows)
     data.l2x_masks = masks
     examples = [[data.texts[data.explain[i]], words] for i, words in
                 enumerate(data.sequencer.selected_words(data.rows[:5], masks[:5]))]
@@ -153,30 +151,6 @@ def caption(records, machine, profile):
             f"on the first {profile.n_lime:,} held-out tweets, L2X's on the same next to it.")
 
 
-def legacy(record):
-    """Long records of the record of the former ``text_<profile>.json``."""
-    context = {"k": record["k"]}
-    out = records_of(STUDY, "tweets", None, None, {
-        "n_train": record["n_train"], "n_explain": record["n_explain"],
-        "mean_tokens": record["mean_tokens"], "black_box_acc": record["black_box_acc"]})
-    out += records_of(STUDY, "tweets", "l2x", None, {
-        "posthoc_acc": record["l2x_posthoc"], "n_rows": record["n_explain"],
-        "fit_s": record["fit_s"], "explain_ms_per_row": record["explain_ms_per_row"],
-        "examples": record["examples"]}, **context)
-    for method in ("random", "first_k"):
-        out += records_of(STUDY, "tweets", method, None, {
-            "posthoc_acc": record[f"{method}_posthoc"], "n_rows": record["n_explain"]},
-            **context)
-    if record.get("lime_posthoc") is not None:
-        out += records_of(STUDY, "tweets", "lime", None, {
-            "posthoc_acc": record["lime_posthoc"], "n_rows": record["n_lime"],
-            "explain_ms_per_row": record["lime_ms_per_row"],
-            "tokens_kept": record["lime_tokens_kept"],
-            "l2x_posthoc_acc_same_rows": record["l2x_posthoc_on_lime_rows"]}, **context)
-    return out
-
-
-_PCT = {"unit": "%", "scale": 100, "fmt": ".1f"}
 STUDY = Study(
     name="text",
     profiles=PROFILES,
@@ -189,11 +163,11 @@ STUDY = Study(
         "mean_tokens": float((data.rows > 0).sum(axis=1).mean()),
         "black_box_acc": data.black_box_acc},
     measure=measure,
-    metrics={"posthoc_acc": Metric("Post-hoc acc.", **_PCT),
-             "l2x_posthoc_acc_same_rows": Metric("L2X, same tweets", **_PCT),
+    metrics={"posthoc_acc": percent("Post-hoc acc."),
+             "l2x_posthoc_acc_same_rows": percent("L2X, same tweets"),
              "n_rows": Metric("Tweets", fmt=".0f"), "tokens_kept": Metric("Tokens kept"),
              "fit_s": Metric("Fit s"), "explain_ms_per_row": Metric("ms / tweet"),
-             "black_box_acc": Metric("Black box acc.", **_PCT)},
+             "black_box_acc": percent("Black box acc.")},
     tables=(Table("Explaining a word-CNN on tweets",
                   ("posthoc_acc", "l2x_posthoc_acc_same_rows", "n_rows", "tokens_kept",
                    "fit_s", "explain_ms_per_row"), rows=("method",)),),
@@ -203,5 +177,4 @@ STUDY = Study(
     options={"k": {"type": int, "help": "tokens kept (default: 10)"},
              "max_epochs": {"type": int, "help": "L2X's epochs instead of the profile's"},
              "n_lime": {"type": int, "help": "tweets LIME explains instead of the profile's"}},
-    legacy=legacy,
 )
