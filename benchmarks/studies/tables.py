@@ -32,6 +32,14 @@ trained on random masks of the training rows against the black box): eACC, or eR
 regressor. Times: fit seconds, microseconds per row of ``transform`` (on
 ``profile.n_timing`` rows), milliseconds per row of the peers and the oracle.
 
+Every run is also reported through :func:`sk_sointer.metrics.evaluate`, in one call
+(:func:`evaluation`): the fidelity with the features kept (the fidelity above) and removed,
+ROAD's kept and removed (the left-out features imputed from a Gaussian fitted on the
+training rows), features a row and, where features are ranked (ours: ``explain``; the
+peers: ``|attribution|``), the insertion and deletion AUCs; for ours the mask change under
+noise and, from the second seed on, the mean mask cosine to the earlier seeds' masks of the
+same rows (``seed_agreement``; the masks live in the pair's cache, not in the results).
+
 Masks are judged by the masker and output spec of an L2X fitted for one epoch on the pair
 (:func:`prepare`): those of every explainer fitted on the same rows. Before the tables are
 drawn, :func:`with_gaps` adds each of our runs' gaps to the best global subset and to
