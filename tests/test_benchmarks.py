@@ -721,6 +721,58 @@ def test_tables_fast_profile_renders_its_tables_and_acceptance(tables_fast):
     assert f"| {100 * np.mean(first):.1f} ({100 * np.ptp(first):.1f}) " in text
 
 
+def test_tables_fast_profile_reports_through_evaluate(tables_fast):
+    payload, rst = tables_fast
+    records = payload["records"]
+    peer_names = registry.available_methods(list(tables.PEERS))[0]
+    masks_only = set(tables.MASK_ENTRIES)
+    expected = {**{name: masks_only for name in (tables.RANDOM, tables.GLOBAL, tables.ORACLE)},
+                **{name: masks_only | set(tables.CURVE_ENTRIES) for name in peer_names},
+                **{name: {*tables.OUR_ENTRIES, "seed_agreement"} for name in tables.OURS},
+                **{name: {*tables.OUR_ENTRIES, "seed_agreement", "features_per_row_std"}
+                   for name in tables.OWN}}
+    task = {r["dataset"]: r["task"] for r in records if r["method"] is None}
+    fractions = ("fidelity_kept", "fidelity_removed", "road_kept", "road_removed",
+                 "insertion_auc", "deletion_auc", "seed_agreement", "mask_change")
+    for (dataset, name), r in study.summarize(records).items():
+        if name is None:
+            continue
+        k = tables.parse(dataset)[2]
+        # Every entry the method should have, and none it should not.
+        assert {entry for entry in tables.EVALUATED if entry in r} == expected[name], name
+        classification = task[dataset] != "regression"
+        for entry in expected[name]:
+            assert _finite(r[entry]), (dataset, name, entry)
+        for entry in set(fractions) & expected[name]:
+            # Agreements of classes, mask overlaps: fractions; R² only bounded above.
+            if classification or entry in ("seed_agreement", "mask_change"):
+                assert 0.0 <= r[entry] <= 1.0, (dataset, name, entry)
+            else:
+                assert r[entry] <= 1.0, (dataset, name, entry)
+        # evaluate's fidelity with the features kept is the fidelity recorded (ours: score).
+        assert r["fidelity_kept_seeds"] == pytest.approx(r["fidelity_seeds"])
+        if k is not None:
+            assert r["features_per_row"] == k
+        else:
+            assert r["features_per_row"] == pytest.approx(r["mean_selected"])
+            assert r["features_per_row_std"] >= 0.0
+        if name in (*tables.OURS, *tables.OWN):
+            # One agreement between the two seeds' masks, on the second seed's record.
+            assert [x["seed"] for x in records if x["dataset"] == dataset
+                    and x["method"] == name and x["metric"] == "seed_agreement"] == [1]
+    # The evaluation table: one row per method, its columns the entries and the costs.
+    text = rst.read_text(encoding="utf-8")
+    block = text.split(".. table:: Evaluation (points; mean over the data sets)\n")[1]
+    block = block.split("\n\n.. table::")[0]
+    rows = [line.split("|")[1].strip() for line in block.splitlines() if line.startswith("   | ")]
+    methods = [name for name in (*tables.METHODS, *tables.OWN)
+               if name in expected and (name not in tables.PEERS or name in peer_names)]
+    assert [row for row in rows if row] == ["Method", *map(tables.STUDY.label, methods)]
+    body = [line for line in block.splitlines() if line.startswith("   | ")][2:]
+    assert all(line.count("|") == len(tables.EVALUATION_COLUMNS) + 2 for line in body)
+    assert "failed" not in block
+
+
 def test_the_stored_tables_records_render_the_readme_table():
     text = bench.main(["tables", "--render", str(report.RESULTS_DIR / "tables_full.json")])
     readme = bench.README.read_text(encoding="utf-8")

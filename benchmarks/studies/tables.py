@@ -32,6 +32,14 @@ trained on random masks of the training rows against the black box): eACC, or eR
 regressor. Times: fit seconds, microseconds per row of ``transform`` (on
 ``profile.n_timing`` rows), milliseconds per row of the peers and the oracle.
 
+Every run is also reported through :func:`sk_sointer.metrics.evaluate`, in one call
+(:func:`evaluation`): the fidelity with the features kept (the fidelity above) and removed,
+ROAD's kept and removed (the left-out features imputed from a Gaussian fitted on the
+training rows), features a row and, where features are ranked (ours: ``explain``; the
+peers: ``|attribution|``), the insertion and deletion AUCs; for ours the mask change under
+noise and, from the second seed on, the mean mask cosine to the earlier seeds' masks of the
+same rows (``seed_agreement``; the masks live in the pair's cache, not in the results).
+
 Masks are judged by the masker and output spec of an L2X fitted for one epoch on the pair
 (:func:`prepare`): those of every explainer fitted on the same rows. Before the tables are
 drawn, :func:`with_gaps` adds each of our runs' gaps to the best global subset and to
@@ -64,7 +72,7 @@ from sklearn.svm import SVC
 from sk_sointer import L2XExplainer, ModelRefinement, as_black_box
 from sk_sointer._outputs import output_agreement
 from sk_sointer._search import greedy_subsets
-from sk_sointer.metrics import random_masks
+from sk_sointer.metrics import evaluate, mask_similarity, random_masks
 
 from ..harness import report, study
 from ..harness.data import EXPLAIN_SEED, TRAIN_SEED, fit_evaluator
@@ -177,14 +185,16 @@ def ks_for(n_features):
 _FAST_EPOCHS = {"max_epochs": 2, "batch_size": 64, "refine": ModelRefinement(max_epochs=2)}
 _DEFAULTS = {"max_train": None, "seeds": 2, "n_random": 10, "global_rows": None,
              "n_timing": 10_000, "timing_repeats": 5, "explainer_params": {},
-             "shap_nsamples": "auto", "lime_num_samples": 5000}
+             "shap_nsamples": "auto", "lime_num_samples": 5000,
+             # evaluate's insertion and deletion curves: steps; mask_change: noisy copies.
+             "eval_steps": 10, "n_perturbations": 5}
 PROFILES = {
     # One pair of each kind: a classifier, a regressor, a two-output classifier.
     "fast": {**_DEFAULTS, "pairs": (("breast_cancer", "lr"), ("diabetes", "knn_regressor"),
                                     ("digits_two_labels", "lr_per_output")),
              "n_explain": 30, "max_train": 200, "n_random": 3, "global_rows": 100,
              "n_timing": 500, "timing_repeats": 1, "shap_nsamples": 40,
-             "lime_num_samples": 100,
+             "lime_num_samples": 100, "n_perturbations": 2,
              "explainer_params": {"l2x": _FAST_EPOCHS, "meed": _FAST_EPOCHS,
                                   "hardkuma": _FAST_EPOCHS,
                                   "realx": {**_FAST_EPOCHS, "predictor_epochs": 1},
@@ -296,19 +306,49 @@ def mask_fields(pair, masks):
             "mean_selected": float(np.mean(sizes)), "empty_rate": float(np.mean(sizes == 0))}
 
 
-def random_reference(pair, sizes, profile):
+def random_reference(pair, sizes, profile, evaluated=False):
     """Fidelity and EVAL-X of random masks with ``sizes`` features a row, mean over
-    ``profile.n_random`` draws."""
+    ``profile.n_random`` draws; ``evaluated``: with the means of their :func:`evaluation`
+    (masks only)."""
     rng = np.random.RandomState(EXPLAIN_SEED)
     draws = [random_masks(len(sizes), pair.X_train.shape[1], sizes, random_state=rng)
              for _ in range(profile.n_random)]
     judged = [eval_x(pair, masks) for masks in draws]
+    reports = [evaluation(pair, profile, masks, MASK_ENTRIES)
+               for masks in (draws if evaluated else [])]
     return {
         "fidelity": float(np.mean([fidelity(pair.judge, pair.X_explain, m) for m in draws])),
         "eval_x": None if judged[0] is None else float(np.mean(judged)),
         "mean_selected": float(np.mean(sizes)),
         "empty_rate": float(np.mean(np.asarray(sizes) == 0)),
+        **{name: float(np.mean([r[name] for r in reports])) for name in MASK_ENTRIES
+           if reports and all(name in r for r in reports)},
     }
+
+
+# What :func:`evaluate` reports of any mask set, of ranked features (their scores) and of
+# our explainers (their masks of noisy copies of the rows).
+MASK_ENTRIES = ("fidelity_kept", "fidelity_removed", "road_kept", "road_removed",
+                "features_per_row")
+CURVE_ENTRIES = ("insertion_auc", "deletion_auc")
+OUR_ENTRIES = (*MASK_ENTRIES, *CURVE_ENTRIES, "mask_change")
+EVALUATED = (*MASK_ENTRIES, *CURVE_ENTRIES, "mask_change", "features_per_row_std",
+             "seed_agreement")
+
+
+def evaluation(pair, profile, explanation, entries, scores=None):
+    """The ``entries`` of :func:`evaluate` of one explainer (its own masks, baseline,
+    scores and black box) or one mask set of the explained rows (the judge's baseline, the
+    pair's black box; the curves along ``scores``), in one call: ROAD's Gaussian fitted on
+    the training rows, the curves in ``profile.eval_steps`` steps, ``mask_change`` over
+    ``profile.n_perturbations`` noisy copies."""
+    own = hasattr(explanation, "masker_")
+    report = evaluate(
+        explanation, None if own else pair.model, pair.X_explain,
+        baseline=None if own else pair.judge.masker_.baseline_, scores=scores,
+        entries=entries, X_reference=pair.X_train, n_steps=profile.eval_steps,
+        n_perturbations=profile.n_perturbations, random_state=EXPLAIN_SEED)
+    return {name: float(report[name]) for name in entries if name in report}
 
 
 def global_order(judge, X, max_k):
@@ -350,20 +390,24 @@ def _once(pair, key, compute):
 def measure(pair, dataset, method, seed, profile, device, k, **labels):
     n_rows = len(pair.X_explain)
     if method == RANDOM:
-        return random_reference(pair, np.full(n_rows, k), profile)
+        return random_reference(pair, np.full(n_rows, k), profile, evaluated=True)
     if method == GLOBAL:
         order = _once(pair, GLOBAL, lambda: global_order(
             pair.judge, pair.X_train[: profile.global_rows], max(pair.ks)))
         masks = np.zeros(pair.X_explain.shape, dtype=np.float32)
         masks[:, order[:k]] = 1.0
-        return {**mask_fields(pair, masks), "params": {"features": order[:k]}}
+        return {**mask_fields(pair, masks), **evaluation(pair, profile, masks, MASK_ENTRIES),
+                "params": {"features": order[:k]}}
     if method in PEERS:
         with warnings.catch_warnings():
             # LIME's sparse regressions on rows a model answers alike; not ours to report.
             warnings.simplefilter("ignore", ConvergenceWarning)
             values, setup_s, explain_s = _once(
                 pair, method, lambda: REGISTRY[method].attribute(pair, profile, device))
-        return {**mask_fields(pair, topk_of_abs(values, k)), "setup_s": setup_s,
+        masks = topk_of_abs(values, k)
+        return {**mask_fields(pair, masks), "setup_s": setup_s,
+                **evaluation(pair, profile, masks, (*MASK_ENTRIES, *CURVE_ENTRIES),
+                             scores=np.abs(values)),
                 "explain_ms_per_row": 1000 * explain_s / n_rows}
     if method == ORACLE:
         # Per row, the k features of the greedy search that queries the model itself.
@@ -372,8 +416,8 @@ def measure(pair, dataset, method, seed, profile, device, k, **labels):
             judge.black_box_.predict, pair.X_explain, judge.masker_, judge.output_spec_, k))
         masks = np.asarray(judge.masker_.expand(groups), dtype=np.float32)
         n_groups = judge.masker_.n_groups_
-        return {**mask_fields(pair, masks), "explain_ms_per_row": 1000 * explain_s / n_rows,
-                "queries_per_row": sum(n_groups - j for j in range(k))}
+        return {**mask_fields(pair, masks), **evaluation(pair, profile, masks, MASK_ENTRIES),
+                "explain_ms_per_row": 1000 * explain_s / n_rows, "queries_per_row": sum(n_groups - j for j in range(k))}
     # Ours; k=None: the method's own thresholded selection.
     spec = SimpleNamespace(k=k, control_flow=False)  # no table has REAL-X's control flow
     explainer = build_explainer(REGISTRY[method.removesuffix("_thresholded")], spec, profile,
@@ -383,6 +427,15 @@ def measure(pair, dataset, method, seed, profile, device, k, **labels):
     run = {**mask_fields(pair, masks), "fit_s": fit_s, "fidelity": explainer.score(pair.X_explain),
            "params": {key: value for key, value in recorded_params(explainer).items()
                       if key != "random_state"}}
+    run.update(evaluation(pair, profile, explainer,
+                          (*OUR_ENTRIES, "features_per_row_std") if k is None else OUR_ENTRIES))
+    # Seed agreement: the mean mask cosine to each earlier seed's masks of the same rows
+    # (kept in the pair's cache while its data sets run; nothing stored in the results).
+    earlier = pair.cache.setdefault(("masks", dataset, method), {})
+    if earlier:
+        run["seed_agreement"] = float(np.mean([mask_similarity(masks, other)
+                                               for other in earlier.values()]))
+    earlier[seed] = masks
     if k is None:
         run["random_same_sizes"] = random_reference(
             pair, masks.sum(axis=1).astype(int), profile)["fidelity"]
@@ -504,6 +557,12 @@ def _per_method(title, metric, mean_row=False):
                  where=lambda r: r["k"] is not None, labels=_HEADERS, mean_row=mean_row)
 
 
+# The evaluation table's columns: evaluate's entries, then the costs already recorded.
+EVALUATION_COLUMNS = ("fidelity_kept", "fidelity_removed", "road_kept", "road_removed",
+                      "deletion_auc", "insertion_auc", "seed_agreement", "mask_change",
+                      "features_per_row", "transform_us_per_row", "explain_ms_per_row")
+
+
 STUDY = Study(
     name="tables",
     profiles=PROFILES,
@@ -529,6 +588,16 @@ STUDY = Study(
         "explain_ms_per_row": Metric("ms / row"),
         "fails": Metric("Failing", cell=lambda values: f"{int(sum(values))} / {len(values)}"),
         "black_box_score": percent("Black box score\n(accuracy, R²)", ""),
+        # evaluate's entries (sk_sointer.metrics.evaluate)
+        "fidelity_kept": percent("Fidelity\nkept", ""),
+        "fidelity_removed": percent("Fidelity\nremoved", ""),
+        "road_kept": percent("ROAD\nkept", ""), "road_removed": percent("ROAD\nremoved", ""),
+        "deletion_auc": percent("Deletion\nAUC", ""),
+        "insertion_auc": percent("Insertion\nAUC", ""),
+        "seed_agreement": percent("Seed\nagreement", ""),
+        "mask_change": percent("Mask\nchange", ""),
+        "features_per_row": Metric("Features\na row", fmt=".1f"),
+        "features_per_row_std": Metric("Features a\nrow, std", fmt=".1f"),
     },
     tables=(
         _per_method("Fidelity (points)", "fidelity", mean_row=True),
@@ -548,6 +617,8 @@ STUDY = Study(
                     "search", "explain_ms_per_row"),
         Table("Acceptance: cells failing each check", ("fails",), rows=("check",),
               columns="method", where=lambda r: "check" in r, labels={"check": "Check"}),
+        Table("Evaluation (points; mean over the data sets)", EVALUATION_COLUMNS,
+              rows=("method",)),
         Table("The black boxes on the test rows (points)", ("black_box_score",),
               rows=("table", "black_box"), where={"method": None}, labels=_HEADERS),
     ),
