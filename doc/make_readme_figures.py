@@ -1,4 +1,4 @@
-"""Make the README's figures: run two gallery examples and save the last figure each draws.
+"""Make the README's figures: run three gallery examples and save the last figure each draws.
 
     python doc/make_readme_figures.py            # into doc/_static (about two minutes)
     python doc/make_readme_figures.py OUT_DIR
@@ -21,6 +21,7 @@ EXAMPLES = HERE.parent / "examples"
 FIGURES = {
     "readme_digits.png": "plot_mnist_overlays.py",
     "readme_masks.png": "plot_pipeline_real_table.py",
+    "readme_curves.png": "plot_l2x_orange_skin.py",
 }
 
 
