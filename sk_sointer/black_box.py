@@ -419,7 +419,21 @@ def _logits_to_proba(out):
     return torch.softmax(out, dim=1)
 
 
-def model_agreement(black_box, X, X_masked, *, multioutput="uniform_average"):
+def model_answers(black_box, X):
+    """The model's answers on rows ``X`` as :func:`model_agreement` compares them: a
+    classifier's own labels (``("labels", array)``) or the outputs (``("outputs", array)``).
+    Computed once, they serve any number of masked copies of the same rows."""
+    if black_box.spec is None:
+        black_box.predict(X[:2])  # the outputs' layout, learnt from the first answer
+    spec = black_box.spec
+    if black_box.has_own_labels and "real" not in spec.kinds:
+        labels = in_chunks(black_box.labels, X)
+        if labels.shape[1] == spec.n_outputs:
+            return "labels", labels
+    return "outputs", in_chunks(black_box.predict, X)
+
+
+def model_agreement(black_box, X, X_masked, *, multioutput="uniform_average", answers=None):
     """How often the model keeps its answer when rows ``X`` become ``X_masked``.
 
     A classifier's answer is its own ``predict`` (per output, or per label of a
@@ -432,27 +446,24 @@ def model_agreement(black_box, X, X_masked, *, multioutput="uniform_average"):
     black_box : BlackBox
     X, X_masked : ndarray of shape (n_samples, n_features)
     multioutput : {"uniform_average", "raw_values"}, default="uniform_average"
+    answers : tuple, default=None
+        :func:`model_answers` of ``X``, when computed already.
     """
-    if black_box.spec is None:
-        black_box.predict(X[:2])  # the outputs' layout, learnt from the first answer
-    spec = black_box.spec
-    if black_box.has_own_labels and "real" not in spec.kinds:
-        labels = in_chunks(black_box.labels, X)
-        if labels.shape[1] == spec.n_outputs:
-            masked = in_chunks(black_box.labels, X_masked)
-            if masked.shape != labels.shape:
-                raise ValueError(
-                    f"The black box {black_box.model!r} predicted labels of shape "
-                    f"{masked.shape} on masked rows, and of shape {labels.shape} on the rows "
-                    "themselves; it should answer every row the same way."
-                )
-            scores = np.mean(labels == masked, axis=0).astype(np.float64)
-            if multioutput == "raw_values":
-                return scores
-            if multioutput != "uniform_average":
-                raise ValueError("multioutput should be 'uniform_average' or 'raw_values'; "
-                                 f"got {multioutput!r}.")
-            return float(scores.mean())
-    full = in_chunks(black_box.predict, X)
+    kind, reference = model_answers(black_box, X) if answers is None else answers
+    if kind == "labels":
+        masked = in_chunks(black_box.labels, X_masked)
+        if masked.shape != reference.shape:
+            raise ValueError(
+                f"The black box {black_box.model!r} predicted labels of shape "
+                f"{masked.shape} on masked rows, and of shape {reference.shape} on the rows "
+                "themselves; it should answer every row the same way."
+            )
+        scores = np.mean(reference == masked, axis=0).astype(np.float64)
+        if multioutput == "raw_values":
+            return scores
+        if multioutput != "uniform_average":
+            raise ValueError("multioutput should be 'uniform_average' or 'raw_values'; "
+                             f"got {multioutput!r}.")
+        return float(scores.mean())
     masked = in_chunks(black_box.predict, X_masked)
-    return output_agreement(full, masked, spec, multioutput=multioutput)
+    return output_agreement(reference, masked, black_box.spec, multioutput=multioutput)

@@ -28,7 +28,7 @@ from sklearn.utils import Bunch, check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from .._masking import Masker
-from ..black_box import as_black_box, model_agreement
+from ..black_box import as_black_box, model_agreement, model_answers
 from ._fidelity import _rows_and_masks
 from ._sanity import mask_similarity
 
@@ -153,9 +153,11 @@ def evaluate(explanation, model=None, X=None, *, baseline=None, scores=None, ent
     report = Bunch(notes={})
 
     target = None if explainer is None else explainer.output_spec_.target
+    answers = model_answers(black_box, rows)  # the full rows' answers, asked once
 
     def fidelity(keep, fill=None):
-        return _agreement(black_box, rows, masker.mask_raw(rows, keep, fill=fill), target)
+        return _agreement(black_box, rows, masker.mask_raw(rows, keep, fill=fill), target,
+                          answers)
 
     if "fidelity_kept" in wanted:
         report.fidelity_kept = fidelity(kept)
@@ -165,7 +167,7 @@ def evaluate(explanation, model=None, X=None, *, baseline=None, scores=None, ent
         if scores is None:
             report.notes["insertion_auc"] = "needs scores (or an explainer) to rank features"
         else:
-            report.update(_curves(black_box, masker, rows, scores, n_steps, target))
+            report.update(_curves(black_box, masker, rows, scores, n_steps, target, answers))
     if wanted & {"road_kept", "road_removed"}:
         if getattr(masker, "tokens", False):
             report.notes["road_kept"] = "token ids have no Gaussian to impute from"
@@ -280,9 +282,10 @@ def insertion_deletion_curves(explainer, X, *, model=None, n_steps=None):
                            explainer.output_spec_.target))
 
 
-def _curves(black_box, masker, rows, scores, n_steps, target=None):
+def _curves(black_box, masker, rows, scores, n_steps, target=None, answers=None):
     """The curves of :func:`insertion_deletion_curves` for flat ``rows`` and the
     ``scores`` of their features (a group's features carry the group's score)."""
+    answers = model_answers(black_box, rows) if answers is None else answers
     scores = np.asarray(scores, dtype=np.float64).reshape(rows.shape)
     if masker.groups_ is not None:  # read each group's score at its first feature
         scores = scores[:, np.unique(masker.groups_, return_index=True)[1]]
@@ -299,7 +302,7 @@ def _curves(black_box, masker, rows, scores, n_steps, target=None):
 
     def agreement(kept):
         masked = masker.mask_raw(rows, masker.expand(kept))
-        return _agreement(black_box, rows, masked, target)
+        return _agreement(black_box, rows, masked, target, answers)
 
     insertion = np.array([agreement(rank < j) for j in steps])
     deletion = np.array([agreement(rank >= j) for j in steps])
@@ -309,10 +312,12 @@ def _curves(black_box, masker, rows, scores, n_steps, target=None):
             "deletion_auc": float(np.trapezoid(deletion, fraction))}
 
 
-def _agreement(black_box, rows, masked, target=None):
-    """The model's agreement with itself from ``rows`` to ``masked``: averaged over its
-    outputs, or on the ``target`` output alone (an explainer of one output)."""
-    values = model_agreement(black_box, rows, masked, multioutput="raw_values")
+def _agreement(black_box, rows, masked, target=None, answers=None):
+    """The model's agreement with itself from ``rows`` (its ``answers`` on them, when
+    known) to ``masked``: averaged over its outputs, or on the ``target`` output alone (an
+    explainer of one output)."""
+    values = model_agreement(black_box, rows, masked, multioutput="raw_values",
+                             answers=answers)
     return float(values.mean() if target is None else values[target])
 
 
