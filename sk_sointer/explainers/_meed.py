@@ -17,8 +17,9 @@ Training alternates, on every batch (eqs. 7-8):
   For ``c > 2`` classes the flipped target is ``(1 - y) / (c - 1)``; for a real output,
   ``L_u^adv = -L_u``.
 
-The explainer reads the black box's output next to the row (output feedback), so MEED
-queries the model at explanation time too. A per-row prior ``r`` (gradient × input) warm
+With ``feedback`` (the paper's MEED) the explainer reads the black box's output next to
+the row, and so queries the model at explanation time too; by default (``feedback=None``,
+the paper's ablation "w/o Output") it reads the row alone. A per-row prior ``r`` (gradient × input) warm
 starts the sampler: in the 0-based epoch ``m`` the Gumbel noise is added to
 ``(m s + log r) / (m + 1)`` instead of ``s`` (eq. 12), so the first epoch samples from the
 prior alone and its weight fades; eq. 13's term ``L_e`` pulls ``softmax(s)`` to the faded
