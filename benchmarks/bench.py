@@ -26,20 +26,19 @@ from pathlib import Path  # noqa: E402
 if not __package__:  # run as a script: import the benchmarks package from the checkout
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.harness import report, study as studies  # noqa: E402
+from benchmarks.harness.registry import METHODS  # noqa: E402
+
 STUDIES = ("synthetic", "hardkuma", "images", "meed", "text", "structured", "cluster", "scale",
            "tables")
 README = Path(__file__).resolve().parents[1] / "README.rst"
-
-
-def load_study(name):
-    return importlib.import_module(f"benchmarks.studies.{name}").STUDY
 
 
 def parse_args(argv=None):
     first = argparse.ArgumentParser(add_help=False)
     first.add_argument("study", choices=STUDIES)
     known, _ = first.parse_known_args(argv)
-    study = load_study(known.study)
+    study = importlib.import_module(f"benchmarks.studies.{known.study}").STUDY
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("study", choices=STUDIES)
     parser.add_argument("--profile", choices=sorted(study.profiles), default="fast")
@@ -71,12 +70,28 @@ def parse_args(argv=None):
 
 
 def main(argv=None):
-    from benchmarks.harness import report, study as studies
-    from benchmarks.harness.registry import METHODS
-
+    """Run the study and return its records or, with ``--render``, return the text of the
+    tables of a results file; either way print the tables and, with ``--update-readme``,
+    put the study's README tables (all it renders, or ``study.readme_tables``) between its
+    markers in README.rst."""
     study, args = parse_args(argv)
     if args.render:
-        return render_file(study, args.render, getattr(args, "update_readme", False))
+        records, machine, profile = report.load_study_results(args.render)
+    else:
+        records, machine, profile, out = run(study, args)
+    table = report.render(study, records, machine, profile)
+    if not args.render:
+        out.with_suffix(".rst").write_text(table, encoding="utf-8")
+    if getattr(args, "update_readme", False):
+        block = report.render(study, records, machine, profile, titles=study.readme_tables)
+        report.update_readme(README, block, *study.readme)
+    print(table)
+    return table if args.render else records
+
+
+def run(study, args):
+    """Run what the arguments ask for, saving the records after each measurement; the
+    records (with those ``--merge`` keeps), the machine, the profile and the results file."""
     overrides = {name: getattr(args, name) for name in study.options}
     profile = study.profile(args.profile, seeds=args.seeds, datasets=args.datasets,
                             **overrides)
@@ -101,36 +116,10 @@ def main(argv=None):
     records = studies.run(study, profile, methods=methods, device=args.device,
                           threads=args.threads, on_record=save, log=log)
     save(records)
-    records = studies.merge(kept, records, order)
-    table = report.render(study, records, machine, profile)
-    out.with_suffix(".rst").write_text(table, encoding="utf-8")
-    if getattr(args, "update_readme", False):
-        update_readme(study, records, machine, profile)
-    print(table)
     for r in records:
         if r["metric"] == "error":
             log(f"failed {r['dataset']} / {r['method']}: {r['error']}")
-    return records
-
-
-def render_file(study, path, readme=False):
-    from benchmarks.harness import report
-
-    results = report.load_study_results(path)
-    text = report.render(study, *results)
-    if readme:
-        update_readme(study, *results)
-    print(text)
-    return text
-
-
-def update_readme(study, records, machine, profile):
-    """Put the study's README tables (all it renders, or ``study.readme_tables``) between
-    its markers in README.rst."""
-    from benchmarks.harness import report
-
-    block = report.render(study, records, machine, profile, titles=study.readme_tables)
-    report.update_readme(README, block, *study.readme)
+    return studies.merge(kept, records, order), machine, profile, out
 
 
 if __name__ == "__main__":

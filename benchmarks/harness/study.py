@@ -82,22 +82,6 @@ class Table:
     mean_row: bool = False
 
 
-def _itself(dataset):
-    return dataset
-
-
-def _no_values(data, dataset):
-    return {}
-
-
-def _one_seed(dataset, method, profile):
-    return [None]
-
-
-def _every_method(dataset, methods, profile):
-    return [(method, {}) for method in methods]
-
-
 @dataclass(frozen=True)
 class Study:
     """What a study measures; see the module docstring.
@@ -134,10 +118,10 @@ class Study:
     metrics: dict
     tables: tuple
     caption: Callable
-    cases: Callable = _every_method
-    seeds: Callable = _one_seed
-    dataset_values: Callable = _no_values
-    share: Callable = _itself
+    cases: Callable = lambda dataset, methods, profile: [(method, {}) for method in methods]
+    seeds: Callable = lambda dataset, method, profile: [None]
+    dataset_values: Callable = lambda data, dataset: {}
+    share: Callable = lambda dataset: dataset
     labels: dict = field(default_factory=dict)
     dataset_labels: dict = field(default_factory=dict)
     options: dict = field(default_factory=dict)
@@ -174,21 +158,12 @@ def records_of(study, dataset, method, seed, values, **context):
 
 
 def error_record(study, dataset, method, seed, exc, **context):
-    """The record of a failed measurement: metric ``"error"``, the message and traceback."""
+    """The record of a failed measurement: metric ``"error"``, its type and message, the
+    last 8 lines of its traceback."""
     return {"study": study.name, "dataset": dataset, "method": method, "seed": seed,
             "metric": "error", "value": None, "unit": "", **context,
-            "error": describe(exc), "traceback": short_traceback(exc)}
-
-
-def describe(exc):
-    """One line naming a failure: its type and message."""
-    return f"{type(exc).__name__}: {exc}"
-
-
-def short_traceback(exc, lines=8):
-    """The last ``lines`` lines of the traceback of ``exc``, for a record."""
-    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    return "\n".join(text.rstrip().splitlines()[-lines:])
+            "error": f"{type(exc).__name__}: {exc}", "traceback": "\n".join(
+                "".join(traceback.format_exception(exc)).rstrip().splitlines()[-8:])}
 
 
 def _is_number(value):
