@@ -20,7 +20,7 @@ import torch
 from sklearn.base import is_classifier
 
 from .data import EXPLAIN_SEED
-from .timing import sync
+from .timing import elapsed
 
 
 def explained_classes(model, X):
@@ -221,8 +221,5 @@ def _captum(data, device, attribute, *, requires_grad=False):
     X_t.requires_grad_(requires_grad)
     classes = explained_classes(data.model, data.X_explain)
     torch.manual_seed(EXPLAIN_SEED)  # KernelShap samples coalitions from torch's generator
-    start = time.perf_counter()
-    attributions = attribute(X_t, classes)
-    sync(X_t.device)
-    explain_s = time.perf_counter() - start
+    attributions, explain_s = elapsed(lambda: attribute(X_t, classes), X_t.device)
     return attributions.detach().cpu().numpy(), 0.0, explain_s

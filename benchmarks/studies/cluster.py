@@ -16,7 +16,6 @@ with a check that the cluster's masks equal the in-memory ones on every row.
 """
 
 import importlib.util
-import time
 import warnings
 from contextlib import contextmanager
 from types import SimpleNamespace
@@ -24,6 +23,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..harness.study import Metric, Study, Table
+from ..harness.timing import best_time
 
 PROFILES = {
     "fast": dict(n_rows=100_000, workers=(1, 2), shap_rows=4, repeats=2),
@@ -81,12 +81,10 @@ def _client(workers):
 
 
 def _in_memory(data, profile):
-    seconds = []
-    for _ in range(profile.repeats):
-        start = time.perf_counter()
+    def transform():
         data.expected = data.explainer.transform(data.rows)
-        seconds.append(time.perf_counter() - start)
-    return {"rows": profile.n_rows, "seconds": min(seconds)}
+
+    return {"rows": profile.n_rows, "seconds": best_time(transform, profile.repeats, warmup=0)}
 
 
 def _dask_transform(data, profile, workers):
@@ -102,15 +100,14 @@ def _dask_transform(data, profile, workers):
         X = da.from_array(data.rows, chunks=(-(-profile.n_rows // (4 * workers)), 10))
         X = client.persist(X)
         distributed.wait(X)
-        seconds = []
-        for _ in range(profile.repeats):
-            start = time.perf_counter()
-            masks = client.persist(dask_transform(data.explainer, X, client=client))
-            distributed.wait(masks)
-            seconds.append(time.perf_counter() - start)
-        identical = bool(np.array_equal(client.compute(masks).result(), data.expected))
-    return {"rows": profile.n_rows, "seconds": min(seconds),
-            "identical_to_in_memory": identical}
+
+        def transform():
+            data.masks = client.persist(dask_transform(data.explainer, X, client=client))
+            distributed.wait(data.masks)
+
+        seconds = best_time(transform, profile.repeats, warmup=0)
+        identical = bool(np.array_equal(client.compute(data.masks).result(), data.expected))
+    return {"rows": profile.n_rows, "seconds": seconds, "identical_to_in_memory": identical}
 
 
 def _kernel_shap(data, profile, workers):
@@ -121,13 +118,10 @@ def _kernel_shap(data, profile, workers):
     with _client(workers):
         few = da.from_array(data.rows[: profile.shap_rows],
                             chunks=(max(1, profile.shap_rows // workers), 10))
-        seconds = []
-        for _ in range(2):  # the first run imports shap in the workers
-            start = time.perf_counter()
-            few.map_blocks(_kernel_shap_block, data.model, background,
-                           dtype=np.float32).compute()
-            seconds.append(time.perf_counter() - start)
-    return {"rows": profile.shap_rows, "seconds": min(seconds)}
+        seconds = best_time(lambda: few.map_blocks(_kernel_shap_block, data.model, background,
+                                                   dtype=np.float32).compute(),
+                            2, warmup=0)  # the best of two: the first imports shap in the workers
+    return {"rows": profile.shap_rows, "seconds": seconds}
 
 
 def measure(data, dataset, engine, seed, profile, device, workers):

@@ -26,7 +26,6 @@ The images and the black box are shared with the MEED study (:mod:`.meed`).
 """
 
 import importlib
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,9 +36,10 @@ from sk_sointer._layout import patch_groups
 from sk_sointer.datasets import load_digits_3_vs_8, load_mnist_3_vs_8
 from sk_sointer.metrics import posthoc_accuracy, random_masks
 
+from ..harness.data import train_torch
 from ..harness.peers import topk_of_abs
 from ..harness.study import Metric, Study, Table, percent
-from ..harness.timing import best_time, elapsed, sync
+from ..harness.timing import best_time, elapsed
 
 SPLIT_SEED = TRAIN_SEED = EXPLAIN_SEED = 0
 
@@ -113,26 +113,13 @@ def load_data(profile):
     order = np.random.default_rng(SPLIT_SEED).permutation(len(X))
     explain, train = order[: profile.n_explain], order[profile.n_explain :]
     side = X.shape[-1]
-    model, fit_s = elapsed(lambda: train_black_box(X[train], y[train], side, scale,
-                                                   profile.black_box_epochs))
+    model, fit_s = elapsed(lambda: train_torch(lambda: CNNProbabilities(side, scale), X[train],
+                                               y[train], profile.black_box_epochs))
     with torch.no_grad():
         predicted = model(torch.as_tensor(X[explain])).argmax(dim=1).numpy()
     return ImageData(X[train], y[train], X[explain], y[explain], model,
                      patch_groups((1, side, side), profile.get("patch_size", 1)),
                      float(np.mean(predicted == y[explain])), fit_s)
-
-
-def train_black_box(X, y, side, scale, epochs):
-    torch.manual_seed(TRAIN_SEED)
-    model = CNNProbabilities(side, scale)
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
-    X_t, y_t = torch.as_tensor(X), torch.as_tensor(y)
-    for _ in range(epochs):
-        for batch in torch.randperm(len(X)).split(64):
-            optimizer.zero_grad()
-            torch.nn.functional.cross_entropy(model.logits(X_t[batch]), y_t[batch]).backward()
-            optimizer.step()
-    return model.eval()
 
 
 def prepare(dataset, profile, device):
@@ -237,10 +224,8 @@ def patch_masks(attributions, groups, k):
 
 
 def run_peer(name, data, profile, device):
-    start = time.perf_counter()
-    attributions = _pixel_attributions(name, data, profile, device)
-    sync(torch.device(device))
-    explain_s = time.perf_counter() - start
+    attributions, explain_s = elapsed(lambda: _pixel_attributions(name, data, profile, device),
+                                      torch.device(device))
     return patch_masks(attributions, data.groups, profile.k), {
         "explain_ms_per_row": 1000 * explain_s / len(data.X_explain),
         "explain_timing": "single run"}
@@ -273,16 +258,6 @@ def measure(data, dataset, method, seed, profile, device):
     return {**timing, **mask_metrics(masks, data)}
 
 
-def with_random(dataset, methods, profile):
-    """Every method asked for, then the random reference."""
-    return [(method, {}) for method in dict.fromkeys([*methods, RANDOM])]
-
-
-def seeds_of_ours(dataset, method, profile):
-    """Our explainers are fitted with seeds 0, 1, ...; the peers and references run once."""
-    return list(range(profile.seeds)) if method in OURS or method.startswith("meed") else [None]
-
-
 def dataset_values(records):
     """The values of the data set (``method=None``) among ``records``, for a caption."""
     return {r["metric"]: r["value"] for r in records if r["method"] is None}
@@ -310,8 +285,12 @@ STUDY = Study(
     profiles=PROFILES,
     datasets=lambda profile: [profile.source],
     methods=(*OURS, *PEERS, RANDOM),
-    cases=with_random,
-    seeds=seeds_of_ours,
+    # Every method asked for, then the random reference.
+    cases=lambda dataset, methods, profile: [
+        (method, {}) for method in dict.fromkeys([*methods, RANDOM])],
+    # Our explainers are fitted with seeds 0, 1, ...; the peers and references run once.
+    seeds=lambda dataset, method, profile: (list(range(profile.seeds)) if method in OURS
+                                            else [None]),
     prepare=prepare,
     dataset_values=data_values,
     measure=measure,

@@ -22,7 +22,6 @@ reports the cosine similarity of its masks with the original ones (chance is k /
 """
 
 import importlib
-import time
 
 import numpy as np
 import torch
@@ -38,7 +37,7 @@ from sk_sointer.metrics import (
 
 from ..harness.peers import topk_of_abs
 from ..harness.study import Metric, Study, Table, percent
-from ..harness.timing import best_time, elapsed, sync
+from ..harness.timing import best_time, elapsed
 from .images import (
     EXPLAIN_SEED, SOURCES, TRAIN_SEED, dataset_values, gradient_attributions, load_data,
 )
@@ -104,10 +103,7 @@ def run_peer(name, data, profile, device):
         scores = attribute(X)
         return topk_of_abs(scores.reshape(len(X), -1), profile.k).reshape(X.shape)
 
-    start = time.perf_counter()
-    masks = masks_of(data.X_explain)
-    sync(torch.device(device))
-    explain_s = time.perf_counter() - start
+    masks, explain_s = elapsed(lambda: masks_of(data.X_explain), torch.device(device))
     timing = {"explain_ms_per_row": 1000 * explain_s / len(masks)}
     if name == "saliency":  # cheap enough to perturb 50 times (IG is 50 times dearer)
         timing["sen"] = max_sensitivity(attribute, data.X_explain[: profile.sen_rows],

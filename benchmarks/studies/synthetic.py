@@ -20,7 +20,7 @@ from ..harness.data import DATASETS, TRAIN_SEED, prepare as prepare_data
 from ..harness.ours import median_rank_with_seed
 from ..harness.quality import mask_quality
 from ..harness.registry import METHODS, method_names
-from ..harness.study import Metric, Study, Table, percent
+from ..harness.study import Metric, Study, Table, percent, summarize
 
 PEER_SAMPLES = {"shap_nsamples": 200, "captum_kernel_shap_samples": 200}
 PROFILES = {
@@ -102,11 +102,9 @@ def caption(records, machine, profile):
 
 def notes(records, machine, profile):
     lines = []
-    ranks = {}
-    for r in records:
-        if r["metric"] == "median_rank" and r["seed"] is not None:
-            ranks.setdefault((r["dataset"], r["method"]), []).append(r["value"])
-    spread = {key: values for key, values in ranks.items() if len(values) > 1}
+    # Ours refitted with several seeds (the peers run once).
+    spread = {key: entry["median_rank_seeds"] for key, entry in summarize(records).items()
+              if len(entry.get("median_rank_seeds", ())) > 1}
     if spread:
         lines += ["Median rank over explainer seeds:", ""]
         lines += [f"- {STUDY.label(method)} on {DATASETS[dataset].label}: mean "

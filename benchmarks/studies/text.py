@@ -18,6 +18,7 @@ import torch
 from sk_sointer import L2XExplainer, TokenCNN, TokenCNNSelector, as_black_box
 from sk_sointer.metrics import posthoc_accuracy
 
+from ..harness.data import train_torch
 from ..harness.study import Metric, Study, Table, percent
 from ..harness.timing import elapsed
 
@@ -58,16 +59,8 @@ def prepare(dataset, profile, device):
     train = train[: profile.n_train]
     sequencer = TokenSequencer(max_length=32, max_features=5000).fit([texts[i] for i in train])
     ids = sequencer.transform(texts)
-    torch.manual_seed(0)
-    model = WordCNN(len(sequencer.words_))
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
-    X_t, y_t = torch.as_tensor(ids[train]), torch.as_tensor(y[train])
-    for _ in range(profile.black_box_epochs):
-        for batch in torch.randperm(len(train)).split(64):
-            optimizer.zero_grad()
-            torch.nn.functional.cross_entropy(model.logits(X_t[batch]), y_t[batch]).backward()
-            optimizer.step()
-    model.eval()
+    model = train_torch(lambda: WordCNN(len(sequencer.words_)), ids[train], y[train],
+                        profile.black_box_epochs, seed=0)
     with torch.no_grad():
         accuracy = float(np.mean(model(torch.as_tensor(ids[explain])).argmax(1).numpy()
                                  == y[explain]))
