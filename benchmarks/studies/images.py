@@ -37,9 +37,10 @@ from sk_sointer.datasets import load_digits_3_vs_8, load_mnist_3_vs_8
 from sk_sointer.metrics import posthoc_accuracy, random_masks
 
 from ..harness.data import train_torch
+from ..harness.ours import fit_and_explain
 from ..harness.peers import topk_of_abs
 from ..harness.study import Metric, Study, Table, percent
-from ..harness.timing import best_time, elapsed
+from ..harness.timing import elapsed
 
 SPLIT_SEED = TRAIN_SEED = EXPLAIN_SEED = 0
 
@@ -153,11 +154,8 @@ def run_ours(name, data, profile, device, seed):
         explainer = HardKumaExplainer(k=profile.k, patch_size=profile.patch_size, **params)
     else:  # REAL-X's own thresholded selection of pixels
         explainer = RealXExplainer(k=None, **params)
-    fit_s = elapsed(lambda: explainer.fit(data.X_train, black_box=data.model))[1]
-    masks = explainer.transform(data.X_explain)
-    explain_s = best_time(lambda: explainer.transform(data.X_explain), 3, warmup=0)
-    return masks, {"fit_s": fit_s, "explain_ms_per_row": 1000 * explain_s / len(masks),
-                   "explain_timing": "best of 3"}
+    masks, timing = fit_and_explain(explainer, data.X_train, data.model, data.X_explain)
+    return masks, {**timing, "explain_timing": "best of 3"}
 
 
 def _classes(data):

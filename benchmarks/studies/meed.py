@@ -35,9 +35,10 @@ from sk_sointer.metrics import (
     randomized_model,
 )
 
+from ..harness.ours import fit_and_explain
 from ..harness.peers import topk_of_abs
 from ..harness.study import Metric, Study, Table, percent
-from ..harness.timing import best_time, elapsed
+from ..harness.timing import elapsed
 from .images import (
     EXPLAIN_SEED, SOURCES, TRAIN_SEED, dataset_values, gradient_attributions, load_data,
 )
@@ -81,14 +82,11 @@ def build(name, profile, device, seed):
 def run_ours(name, data, profile, device, seed):
     """Masks of the explained and of the training images, SEN and timings of one fit."""
     explainer = build(name, profile, device, seed)
-    fit_s = elapsed(lambda: explainer.fit(data.X_train, black_box=data.model))[1]
-    masks = explainer.transform(data.X_explain)
-    explain_s = best_time(lambda: explainer.transform(data.X_explain), 3, warmup=0)
-    rows = data.X_explain[: profile.sen_rows]
-    sen = max_sensitivity(explainer, rows, radius=profile.sen_radius,
-                          n_samples=profile.sen_samples, random_state=seed)
-    return masks, explainer.transform(data.X_train), {
-        "fit_s": fit_s, "explain_ms_per_row": 1000 * explain_s / len(masks), "sen": sen}
+    masks, timing = fit_and_explain(explainer, data.X_train, data.model, data.X_explain)
+    timing["sen"] = max_sensitivity(explainer, data.X_explain[: profile.sen_rows],
+                                    radius=profile.sen_radius, n_samples=profile.sen_samples,
+                                    random_state=seed)
+    return masks, explainer.transform(data.X_train), timing
 
 
 def run_peer(name, data, profile, device):

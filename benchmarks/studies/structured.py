@@ -32,10 +32,11 @@ from sk_sointer import datasets, metrics
 
 from ..harness import report
 from ..harness.data import BLACK_BOX_SEED, EXPLAIN_SEED, TRAIN_SEED, check_torch_copy, mlp_to_torch
+from ..harness.ours import fit_and_explain, recorded_params
 from ..harness.peers import topk_of_abs
 from ..harness.registry import METHODS, method_names
 from ..harness.study import Metric, Study, Table, percent
-from ..harness.timing import best_time, elapsed
+from ..harness.timing import elapsed
 
 # Seed of the column shuffle of the synthetic sets (see synthetic_tasks).
 COLUMN_SEED = 20
@@ -221,7 +222,8 @@ def random_selection(task, seed):
     return metrics.random_masks(n_rows, n_features, task.k, random_state=seed)
 
 
-def _fit_ours(method, task, seed, profile, device):
+def _build_ours(method, task, seed, profile, device):
+    """The explainer, unfitted, and the black box it explains."""
     params = {"k": task.k, "random_state": seed, "device": str(device),
               **profile.params_for(method.params_key)}
     # Nested parameters (``energy__max_epochs``) go through set_params, not the constructor.
@@ -236,8 +238,7 @@ def _fit_ours(method, task, seed, profile, device):
         from sk_sointer import EnergyNet  # only where SOInter is, as the explainer shows
 
         explainer.set_params(energy=EnergyNet())  # what None stands for
-    explainer.set_params(**nested)
-    return elapsed(lambda: explainer.fit(task.X_train, black_box=black_box))
+    return explainer.set_params(**nested), black_box
 
 
 # The declaration
@@ -311,13 +312,11 @@ def measure(tasks, dataset, name, seed, profile, device, **context):
         attributions, setup_s, explain_s = method.attribute(task, profile, device)
         return {**mask_quality(task, topk_of_abs(attributions, task.k)), "setup_s": setup_s,
                 "explain_ms_per_row": 1000 * explain_s / len(task.X_explain)}
-    explainer, fit_s = _fit_ours(method, task, seed, profile, device)
-    masks = explainer.transform(task.X_explain)
-    explain_s = best_time(lambda: explainer.transform(task.X_explain), 3, warmup=0)
-    params = {key: value for key, value in explainer.get_params(deep=False).items()
-              if isinstance(value, (bool, int, float, str, type(None))) and key != "random_state"}
-    return {**mask_quality(task, masks), "fit_s": fit_s, "params": params,
-            "explain_ms_per_row": 1000 * explain_s / len(task.X_explain)}
+    explainer, black_box = _build_ours(method, task, seed, profile, device)
+    masks, timing = fit_and_explain(explainer, task.X_train, black_box, task.X_explain)
+    params = recorded_params(explainer)
+    del params["random_state"]
+    return {**mask_quality(task, masks), **timing, "params": params}
 
 
 def caption(records, machine, profile):
