@@ -147,6 +147,13 @@ class Study:
         return self.metrics[metric].unit if metric in self.metrics else ""
 
 
+def seeded(ours):
+    """A study's ``seeds``: ``random_state`` 0 to ``profile.seeds`` - 1 for the methods that
+    ``ours(method)`` holds for, one run (``None``) for the others."""
+    return lambda dataset, method, profile: (list(range(profile.seeds)) if ours(method)
+                                             else [None])
+
+
 def records_of(study, dataset, method, seed, values, **context):
     """The long records of one measurement: one per number in ``values``; its other values
     join the context. ``None`` values are left out (nothing was measured)."""

@@ -16,8 +16,8 @@ import numpy as np
 
 from sk_sointer import HardKumaExplainer, L2XExplainer, metrics
 
-from ..harness.data import DATASETS, TRAIN_SEED, prepare
-from ..harness.study import Metric, Study, Table, percent
+from ..harness.data import DATASETS, prepare
+from ..harness.study import Metric, Study, Table, percent, seeded
 from ..harness.timing import elapsed
 
 PROFILES = {
@@ -94,7 +94,7 @@ STUDY = Study(
                                                  *profile.matched_datasets])),
     methods=("rate", "matched"),
     cases=cases,
-    seeds=lambda dataset, method, profile: [TRAIN_SEED + seed for seed in range(profile.seeds)],
+    seeds=seeded(lambda method: True),
     prepare=lambda dataset, profile, device: prepare(DATASETS[dataset], profile, device, False),
     dataset_values=lambda data, dataset: {"black_box_acc": data.black_box_acc},
     measure=measure,

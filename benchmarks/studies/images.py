@@ -39,7 +39,7 @@ from sk_sointer.metrics import posthoc_accuracy, random_masks
 from ..harness.data import train_torch
 from ..harness.ours import fit_and_explain
 from ..harness.peers import topk_of_abs
-from ..harness.study import Metric, Study, Table, percent
+from ..harness.study import Metric, Study, Table, percent, seeded
 from ..harness.timing import elapsed
 
 SPLIT_SEED = TRAIN_SEED = EXPLAIN_SEED = 0
@@ -287,8 +287,7 @@ STUDY = Study(
     cases=lambda dataset, methods, profile: [
         (method, {}) for method in dict.fromkeys([*methods, RANDOM])],
     # Our explainers are fitted with seeds 0, 1, ...; the peers and references run once.
-    seeds=lambda dataset, method, profile: (list(range(profile.seeds)) if method in OURS
-                                            else [None]),
+    seeds=seeded(lambda method: method in OURS),
     prepare=prepare,
     dataset_values=data_values,
     measure=measure,

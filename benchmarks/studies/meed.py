@@ -37,10 +37,11 @@ from sk_sointer.metrics import (
 
 from ..harness.ours import fit_and_explain
 from ..harness.peers import topk_of_abs
-from ..harness.study import Metric, Study, Table, percent
+from ..harness.study import Metric, Study, Table, percent, seeded
 from ..harness.timing import elapsed
 from .images import (
-    EXPLAIN_SEED, SOURCES, TRAIN_SEED, dataset_values, gradient_attributions, load_data,
+    EXPLAIN_SEED, SOURCES, TRAIN_SEED, data_values, dataset_values, gradient_attributions,
+    load_data,
 )
 
 PROFILES = {
@@ -194,12 +195,9 @@ STUDY = Study(
     methods=(*OURS, *PEERS, RANDOM),
     cases=lambda dataset, methods, profile: [
         (method, {}) for method in dict.fromkeys([*methods, RANDOM, SANITY])],
-    seeds=lambda dataset, method, profile: (list(range(profile.seeds)) if method in OURS
-                                            else [None]),
+    seeds=seeded(lambda method: method in OURS),
     prepare=prepare,
-    dataset_values=lambda data, dataset: {"black_box_acc": data.black_box_acc,
-                                 "black_box_fit_s": data.black_box_fit_s,
-                                 "n_train": len(data.X_train), "n_explain": len(data.X_explain)},
+    dataset_values=data_values,  # the image study's, without EVAL-X (None: not recorded)
     measure=measure,
     metrics={"fs_m": percent("FS-M ↑"), "fu_m": percent("FU-M ↓"),
              "fs_a": percent("FS-A ↑"), "fu_a": percent("FU-A ↓"),

@@ -20,7 +20,7 @@ from ..harness.data import DATASETS, TRAIN_SEED, prepare as prepare_data
 from ..harness.ours import median_rank_with_seed
 from ..harness.quality import mask_quality
 from ..harness.registry import METHODS, method_names
-from ..harness.study import Metric, Study, Table, percent, summarize
+from ..harness.study import Metric, Study, Table, percent, seeded, summarize
 
 PEER_SAMPLES = {"shap_nsamples": 200, "captum_kernel_shap_samples": 200}
 PROFILES = {
@@ -61,11 +61,6 @@ def cases(dataset, methods, profile):
     spec = DATASETS[dataset]
     return [(name, {"k": METHODS[name].k_for(spec)}) for name in methods
             if METHODS[name].amortized or not spec.probe]
-
-
-def seeds(dataset, method, profile):
-    return ([TRAIN_SEED + seed for seed in range(profile.seeds)] if METHODS[method].amortized
-            else [None])
 
 
 def measure(data, dataset, name, seed, profile, device, k):
@@ -131,7 +126,7 @@ STUDY = Study(
     datasets=lambda profile: list(DATASETS),
     methods=tuple(method_names()),
     cases=cases,
-    seeds=seeds,
+    seeds=seeded(lambda method: METHODS[method].amortized),
     prepare=prepare,
     share=lambda dataset: DATASETS[dataset].data_key,
     dataset_values=data_values,

@@ -79,7 +79,7 @@ from ..harness.data import EXPLAIN_SEED, TRAIN_SEED, fit_evaluator
 from ..harness.ours import build_explainer, recorded_params
 from ..harness.peers import topk_of_abs
 from ..harness.registry import METHODS as REGISTRY
-from ..harness.study import Metric, Study, Table, percent
+from ..harness.study import Metric, Study, Table, percent, seeded
 from ..harness.timing import best_time, elapsed
 
 SPLIT_SEED = 0
@@ -204,10 +204,6 @@ PROFILES = {
 }
 
 
-def dataset_name(table, model, k):
-    return f"{table}/{model}/k={k}"
-
-
 def parse(dataset):
     """``(table, black box, k)`` of a data set's name."""
     table, model, k = dataset.split("/")
@@ -215,7 +211,7 @@ def parse(dataset):
 
 
 def datasets(profile):
-    return [dataset_name(table, model, k) for table, model in profile.pairs
+    return [f"{table}/{model}/k={k}" for table, model in profile.pairs
             for k in [*ks_for(TABLES[table].n_features), None]]
 
 
@@ -417,7 +413,8 @@ def measure(pair, dataset, method, seed, profile, device, k, **labels):
         masks = np.asarray(judge.masker_.expand(groups), dtype=np.float32)
         n_groups = judge.masker_.n_groups_
         return {**mask_fields(pair, masks), **evaluation(pair, profile, masks, MASK_ENTRIES),
-                "explain_ms_per_row": 1000 * explain_s / n_rows, "queries_per_row": sum(n_groups - j for j in range(k))}
+                "explain_ms_per_row": 1000 * explain_s / n_rows,
+                "queries_per_row": sum(n_groups - j for j in range(k))}
     # Ours; k=None: the method's own thresholded selection.
     spec = SimpleNamespace(k=k, control_flow=False)  # no table has REAL-X's control flow
     explainer = build_explainer(REGISTRY[method.removesuffix("_thresholded")], spec, profile,
@@ -569,9 +566,7 @@ STUDY = Study(
     datasets=datasets,
     methods=METHODS,
     cases=cases,
-    seeds=lambda dataset, method, profile: (
-        [TRAIN_SEED + seed for seed in range(profile.seeds)] if method in (*OURS, *OWN)
-        else [None]),
+    seeds=seeded(lambda method: method in (*OURS, *OWN)),
     prepare=prepare,
     share=lambda dataset: dataset.rsplit("/", 1)[0],
     dataset_values=lambda pair, dataset: pair.values,
