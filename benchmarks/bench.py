@@ -35,12 +35,12 @@ README = Path(__file__).resolve().parents[1] / "README.rst"
 
 
 def parse_args(argv=None):
-    first = argparse.ArgumentParser(add_help=False)
-    first.add_argument("study", choices=STUDIES)
-    known, _ = first.parse_known_args(argv)
-    study = importlib.import_module(f"benchmarks.studies.{known.study}").STUDY
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    # The study's options and choices join the parser once its name is known; --help too.
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], add_help=False)
     parser.add_argument("study", choices=STUDIES)
+    study = importlib.import_module(
+        f"benchmarks.studies.{parser.parse_known_args(argv)[0].study}").STUDY
+    parser.add_argument("-h", "--help", action="help", help="show this help message and exit")
     parser.add_argument("--profile", choices=sorted(study.profiles), default="fast")
     parser.add_argument("--methods", nargs="+", choices=study.methods, metavar="NAME",
                         help=f"among {', '.join(study.methods)} (default: all)")

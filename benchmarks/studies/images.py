@@ -158,16 +158,12 @@ def run_ours(name, data, profile, device, seed):
     return masks, {**timing, "explain_timing": "best of 3"}
 
 
-def _classes(data):
-    with torch.no_grad():
-        return data.model(torch.as_tensor(data.X_explain)).argmax(dim=1).numpy()
-
-
 def _pixel_attributions(name, data, profile, device):
     """Per-pixel (or, for KernelShap, per-patch) attributions of the predicted class."""
     model = data.model.to(device)
     X_t = torch.as_tensor(data.X_explain, device=device)
-    targets = torch.as_tensor(_classes(data), device=device)
+    with torch.no_grad():  # the predicted classes
+        targets = model(X_t).argmax(dim=1)
     if name == "shap_partition":
         import shap
 
