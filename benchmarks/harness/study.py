@@ -198,9 +198,8 @@ def run(study, profile, *, methods=None, device="auto", threads=1, on_record=Non
     try:
         with threadpool_limits(limits=threads):
             wanted, shared = profile.get("datasets"), {}
-            for dataset in study.datasets(profile):
-                if wanted and dataset not in wanted:
-                    continue
+            for dataset in [name for name in study.datasets(profile)
+                            if not wanted or name in wanted]:
                 cases = study.cases(dataset, methods, profile)
                 if not cases:
                     continue

@@ -145,9 +145,15 @@ def data_values(data, dataset):
 # -------
 
 
+def image_params(key, profile, device, seed):
+    """What our explainers get on images (also in the MEED study): left-out pixels at 0,
+    64-image batches and the profile's parameters of ``key``."""
+    return {"random_state": seed, "device": str(device), "baseline": "zero", "batch_size": 64,
+            **profile.params_for(key)}
+
+
 def run_ours(name, data, profile, device, seed):
-    params = {"random_state": seed, "device": str(device), "baseline": "zero",
-              "batch_size": 64, **profile.params_for(name)}
+    params = image_params(name, profile, device, seed)
     if name == "l2x":
         explainer = L2XExplainer(k=profile.k, patch_size=profile.patch_size, **params)
     elif name == "hardkuma":  # trained at the rate k / n_patches, the top k patches kept

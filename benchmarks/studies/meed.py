@@ -41,7 +41,7 @@ from ..harness.study import Metric, Study, Table, percent, seeded
 from ..harness.timing import elapsed
 from .images import (
     EXPLAIN_SEED, SOURCES, TRAIN_SEED, data_values, dataset_values, gradient_attributions,
-    load_data,
+    image_params, load_data,
 )
 
 PROFILES = {
@@ -70,9 +70,7 @@ RANDOM, SANITY = "random", "sanity"
 
 
 def build(name, profile, device, seed):
-    params = {"random_state": seed, "device": str(device), "baseline": "zero",
-              "batch_size": 64,
-              **profile.params_for("meed" if name.startswith("meed") else name)}
+    params = image_params("meed" if name.startswith("meed") else name, profile, device, seed)
     if name in ABLATIONS:
         return MEEDExplainer(k=profile.k, **params, **ABLATIONS[name])
     if name == "l2x":
