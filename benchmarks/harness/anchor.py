@@ -52,9 +52,7 @@ class AnchorFit:
 def fit_l2x(explainer, X, outputs, device):
     """L2X's training (eq. 6): one optimizer over selector and approximator, on masks drawn
     from the k-subset Concrete relaxation, with the soft-target cross-entropy."""
-    params = _checked_params(explainer)
-    device = torch.device(device)
-    X_t, targets = _device_tensors(X, outputs, device)
+    params, device, X_t, targets = _inputs(explainer, X, outputs, device)
     n_rows, n_features = X_t.shape
     with _seeded(params["random_state"], device):
         selector = _network(params["selector"], n_features, n_features, device)
@@ -85,12 +83,10 @@ def fit_l2x(explainer, X, outputs, device):
 def fit_realx(explainer, X, outputs, device):
     """REAL-X's training (eq. 6, Algorithm 1, sequential schedule): predictor-only epochs
     on random masks, then REBAR steps of the selector against the frozen predictor."""
-    params = _checked_params(explainer)
+    params, device, X_t, targets = _inputs(explainer, X, outputs, device)
     if params["schedule"] != "sequential":
         raise ValueError(f"The REAL-X anchor runs the sequential schedule; got "
                          f"{params['schedule']!r}.")
-    device = torch.device(device)
-    X_t, targets = _device_tensors(X, outputs, device)
     n_rows, n_features = X_t.shape
     append_mask = params["append_mask"]
     with _seeded(params["random_state"], device):
@@ -160,7 +156,9 @@ def fit_realx(explainer, X, outputs, device):
 ANCHORS = {"l2x": fit_l2x, "realx": fit_realx}
 
 
-def _checked_params(explainer):
+def _inputs(explainer, X, outputs, device):
+    """The explainer's parameters, checked; the device; the standardised rows and the
+    outputs as float32 tensors on it: what the package's networks see."""
     params = explainer.get_params(deep=False)
     baseline = params["baseline"]
     if not (isinstance(baseline, str) and baseline == "mean") or params["groups"] is not None:
@@ -169,16 +167,11 @@ def _checked_params(explainer):
     if params["train_split"] is not None:
         raise ValueError("The anchors train on every row; got train_split="
                          f"{params['train_split']!r}.")
-    return params
-
-
-def _device_tensors(X, outputs, device):
-    """Standardised rows and the outputs, as float32 tensors on ``device``: what the
-    package's networks see."""
+    device = torch.device(device)
     X_t = torch.as_tensor(np.asarray(X, dtype=np.float32), device=device)
     X_t = (X_t - X_t.mean(dim=0)) / X_t.std(dim=0, correction=0)
-    targets = torch.as_tensor(np.asarray(outputs, dtype=np.float32), device=device)
-    return X_t, targets
+    return params, device, X_t, torch.as_tensor(np.asarray(outputs, dtype=np.float32),
+                                                device=device)
 
 
 @contextmanager

@@ -173,27 +173,29 @@ def lime_tabular(data, profile, device):
     return combine_outputs(per_output), setup_s, explain_s
 
 
+def gradients(name, model, X_t, targets, n_steps=50):
+    """captum's Saliency (``name="saliency"``: the absolute gradient) or
+    IntegratedGradients (``n_steps`` from the all-zero baseline) of the ``targets`` outputs of
+    the torch ``model`` on ``X_t``; also the image and MEED studies' gradient peers."""
+    from captum.attr import IntegratedGradients, Saliency
+
+    targets = torch.as_tensor(targets, device=X_t.device)
+    if name == "saliency":
+        # requires_grad is set beforehand, else Saliency warns that it had to set it.
+        return Saliency(model).attribute(X_t.requires_grad_(True), target=targets, abs=True)
+    return IntegratedGradients(model).attribute(X_t, target=targets, n_steps=n_steps)
+
+
 def saliency(data, profile, device):
     """captum's Saliency: the absolute gradient of the explained class's probability."""
-    from captum.attr import Saliency
-
-    def attribute(X_t, classes):
-        targets = torch.as_tensor(classes, device=X_t.device)
-        return Saliency(data.torch_model).attribute(X_t, target=targets, abs=True)
-
-    # requires_grad is set beforehand, else Saliency warns that it had to set it.
-    return _captum(data, device, attribute, requires_grad=True)
+    return _captum(data, device, lambda X_t, classes: gradients("saliency", data.torch_model,
+                                                                 X_t, classes))
 
 
 def integrated_gradients(data, profile, device):
     """captum's IntegratedGradients from the all-zero baseline."""
-    from captum.attr import IntegratedGradients
-
-    def attribute(X_t, classes):
-        targets = torch.as_tensor(classes, device=X_t.device)
-        return IntegratedGradients(data.torch_model).attribute(X_t, target=targets)
-
-    return _captum(data, device, attribute)
+    return _captum(data, device, lambda X_t, classes: gradients(
+        "integrated_gradients", data.torch_model, X_t, classes))
 
 
 def captum_kernel_shap(data, profile, device):
@@ -214,11 +216,10 @@ def captum_kernel_shap(data, profile, device):
     return _captum(data, device, attribute)
 
 
-def _captum(data, device, attribute, *, requires_grad=False):
+def _captum(data, device, attribute):
     """Time ``attribute(X_t, classes)`` on the explained rows and the torch copy's device;
     ``classes`` are the rows' :func:`explained_classes`."""
     X_t = torch.as_tensor(np.asarray(data.X_explain, dtype=np.float32), device=device)
-    X_t.requires_grad_(requires_grad)
     classes = explained_classes(data.model, data.X_explain)
     torch.manual_seed(EXPLAIN_SEED)  # KernelShap samples coalitions from torch's generator
     attributions, explain_s = elapsed(lambda: attribute(X_t, classes), X_t.device)

@@ -38,7 +38,7 @@ from sk_sointer.metrics import posthoc_accuracy, random_masks
 
 from ..harness.data import train_torch
 from ..harness.ours import fit_and_explain
-from ..harness.peers import topk_of_abs
+from ..harness.peers import gradients, topk_of_abs
 from ..harness.study import Metric, Study, Table, percent, seeded
 from ..harness.timing import elapsed
 
@@ -187,7 +187,7 @@ def _pixel_attributions(name, data, profile, device):
         chosen = values[np.arange(len(values)), ..., targets.cpu().numpy()]
         return chosen.reshape(data.X_explain.shape)
     if name in ("saliency", "integrated_gradients"):
-        return gradient_attributions(name, model, data.X_explain, targets, profile, device)
+        return gradients(name, model, X_t, targets, profile.ig_steps).detach().cpu().numpy()
     from captum.attr import KernelShap
 
     feature_mask = torch.as_tensor(data.groups.reshape(1, *X_t.shape[1:]), device=device)
@@ -199,20 +199,6 @@ def _pixel_attributions(name, data, profile, device):
                               perturbations_per_eval=profile.kernel_shap_samples)
         for i in range(len(X_t))
     ]).detach().cpu().numpy()
-
-
-def gradient_attributions(name, model, X, targets, profile, device):
-    """captum's Saliency (absolute gradients) or IntegratedGradients (``ig_steps`` steps from
-    the black image) of the ``targets`` classes; also the MEED study's peers."""
-    from captum.attr import IntegratedGradients, Saliency
-
-    X_t = torch.as_tensor(X, device=device)
-    targets = torch.as_tensor(targets, device=device)
-    if name == "saliency":
-        X_t.requires_grad_(True)
-        return Saliency(model).attribute(X_t, target=targets, abs=True).detach().cpu().numpy()
-    return IntegratedGradients(model).attribute(
-        X_t, target=targets, n_steps=profile.ig_steps).detach().cpu().numpy()
 
 
 def patch_masks(attributions, groups, k):

@@ -36,12 +36,11 @@ from sk_sointer.metrics import (
 )
 
 from ..harness.ours import fit_and_explain
-from ..harness.peers import topk_of_abs
+from ..harness.peers import gradients, topk_of_abs
 from ..harness.study import Metric, Study, Table, percent, seeded
 from ..harness.timing import elapsed
 from .images import (
-    EXPLAIN_SEED, SOURCES, TRAIN_SEED, data_values, dataset_values, gradient_attributions,
-    image_params, load_data,
+    EXPLAIN_SEED, SOURCES, TRAIN_SEED, data_values, dataset_values, image_params, load_data,
 )
 
 PROFILES = {
@@ -92,9 +91,10 @@ def run_peer(name, data, profile, device):
     model = data.model.to(device)
 
     def attribute(X):
+        X_t = torch.as_tensor(X, device=device)
         with torch.no_grad():
-            targets = model(torch.as_tensor(X, device=device)).argmax(dim=1)
-        return gradient_attributions(name, model, X, targets, profile, device)
+            targets = model(X_t).argmax(dim=1)
+        return gradients(name, model, X_t, targets, profile.ig_steps).detach().cpu().numpy()
 
     def masks_of(X):
         scores = attribute(X)
