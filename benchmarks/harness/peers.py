@@ -200,20 +200,23 @@ def integrated_gradients(data, profile, device):
 
 def captum_kernel_shap(data, profile, device):
     """captum's KernelShap, one row at a time."""
+    return _captum(data, device, lambda X_t, classes: kernel_shap(
+        data.torch_model, X_t, classes, profile.captum_kernel_shap_samples))
+
+
+def kernel_shap(model, X_t, targets, n_samples, feature_mask=None):
+    """captum's KernelShap of the ``targets`` outputs of the torch ``model``, ``n_samples``
+    coalitions a row (of the groups of ``feature_mask``, if given: the image study's
+    patches), from torch's generator."""
     from captum.attr import KernelShap
 
-    n_samples = profile.captum_kernel_shap_samples
-
-    def attribute(X_t, classes):
-        kernel_shap = KernelShap(data.torch_model)
-        # One row at a time: captum fits one surrogate per row anyway, and warns on batches.
-        return torch.cat([
-            kernel_shap.attribute(X_t[i : i + 1], target=c, n_samples=n_samples,
-                                  perturbations_per_eval=n_samples)
-            for i, c in enumerate(classes.tolist())
-        ])
-
-    return _captum(data, device, attribute)
+    explainer = KernelShap(model)
+    # One row at a time: captum fits one surrogate per row anyway, and warns on batches.
+    return torch.cat([
+        explainer.attribute(X_t[i : i + 1], target=int(c), feature_mask=feature_mask,
+                            n_samples=n_samples, perturbations_per_eval=n_samples)
+        for i, c in enumerate(targets)
+    ])
 
 
 def _captum(data, device, attribute):

@@ -17,6 +17,7 @@ import sk_sointer
 from sk_sointer._utils import resolve_device
 
 from .registry import peer_packages
+from .study import Profile
 
 RESULTS_DIR = Path(__file__).resolve().parents[1] / "results"
 
@@ -98,8 +99,6 @@ def save_results(path, records, machine, profile, study):
 
 def load_study_results(path):
     """The long records, machine and profile of a study's results file."""
-    from .study import Profile
-
     payload = json.loads(Path(path).read_text(encoding="utf-8"))
     return payload["records"], payload["machine"], Profile(payload["profile"])
 

@@ -38,7 +38,7 @@ from sk_sointer.metrics import posthoc_accuracy, random_masks
 
 from ..harness.data import train_torch
 from ..harness.ours import fit_and_explain
-from ..harness.peers import gradients, topk_of_abs
+from ..harness.peers import gradients, kernel_shap, topk_of_abs
 from ..harness.study import Metric, Study, Table, percent, seeded
 from ..harness.timing import elapsed
 
@@ -188,17 +188,10 @@ def _pixel_attributions(name, data, profile, device):
         return chosen.reshape(data.X_explain.shape)
     if name in ("saliency", "integrated_gradients"):
         return gradients(name, model, X_t, targets, profile.ig_steps).detach().cpu().numpy()
-    from captum.attr import KernelShap
-
     feature_mask = torch.as_tensor(data.groups.reshape(1, *X_t.shape[1:]), device=device)
     torch.manual_seed(EXPLAIN_SEED)
-    kernel_shap = KernelShap(model)
-    return torch.cat([
-        kernel_shap.attribute(X_t[i : i + 1], target=int(targets[i]), feature_mask=feature_mask,
-                              n_samples=profile.kernel_shap_samples,
-                              perturbations_per_eval=profile.kernel_shap_samples)
-        for i in range(len(X_t))
-    ]).detach().cpu().numpy()
+    return kernel_shap(model, X_t, targets, profile.kernel_shap_samples,
+                       feature_mask).detach().cpu().numpy()
 
 
 def patch_masks(attributions, groups, k):
