@@ -27,11 +27,19 @@ def mask_quality(spec, data, masks, evaluator):
     if evaluator is not None:
         scores = evaluator.score_masks(data.X_explain, masks, y=data.y_explain)
         out.update(eacc=scores.get("eACC"), eauroc=scores.get("eAUROC"), enll=scores.get("eNLL"))
-        proba = data.proba_explain  # the generator's P(y = 1 | x) where the labels are binary
-        if proba is not None and np.ndim(proba) == 1:
+        proba = binary_proba(data)
+        if proba is not None:
             # The same accuracy in expectation over the labels: the generator's probability
             # of EVAL-X's predicted class, which removes the noise of the sampled labels.
             predicted = evaluator.predict_masked(data.X_explain, masks)[:, 1] > 0.5
             out["eacc_expected"] = float(np.mean(np.where(predicted, proba, 1 - proba)))
     return out
 
+
+def binary_proba(data):
+    """The generator's P(y = 1 | x) of the explained rows when the labels are binary, else
+    ``None`` (no generator probability, or one per class)."""
+    proba = data.proba_explain
+    if proba is None or np.ndim(proba) != 1:
+        return None
+    return np.asarray(proba)

@@ -180,6 +180,12 @@ def update_readme(path, block, start_marker=README_START, end_marker=README_END,
 # ----------------------------------------------
 
 
+def _spread(values, kind):
+    if kind == "range":
+        return float(np.ptp(values))
+    return float(np.std(values, ddof=1 if kind == "sd" else 0))
+
+
 def render(study, records, machine, profile, titles=None):
     """RST text of a study's records: its caption, then each of its tables (a pivot of the
     records, mean ± spread over seeds in every cell), then its notes; with ``titles``, only
@@ -277,9 +283,7 @@ def _format_cell(study, records, name):
         return metric.cell(values)
     text = _shown(metric, float(np.mean(values)))
     if len(set(values)) > 1 and study.spread:
-        spread = (np.ptp(values) if study.spread == "range"
-                  else np.std(values, ddof=1 if study.spread == "sd" else 0))
-        text += " ± " + _shown(metric, float(spread), spread=True)
+        text += " ± " + _shown(metric, _spread(values, study.spread), spread=True)
     return text
 
 

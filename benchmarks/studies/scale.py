@@ -19,7 +19,7 @@ The per-row peers are not run: their cost per row is read from the synthetic stu
 results (``--peers-from``) into the profile, so that the results file keeps them.
 
     python benchmarks/bench.py scale --profile fast --device cpu   # smoke run, seconds
-    python benchmarks/bench.py scale --profile full   # 10k-1M rows, 10-1,000 features
+    python benchmarks/bench.py scale --profile full                # 10k-1M rows, 10-1,000 features
 """
 
 import argparse
@@ -124,13 +124,16 @@ def prepare(dataset, profile, device):
     if device.type == "cuda":
         torch.cuda.empty_cache()
     n_rows, n_features = _size(dataset)
-    needed, available = HOST_COPIES * n_rows * n_features * 4, _proc_bytes(
-        "/proc/meminfo", "MemAvailable")
+    needed, available = HOST_COPIES * n_rows * n_features * 4, _available_memory()
     if available is not None and needed > available:
         raise TableTooLarge(f"skipped, needs about {needed / 2**30:.0f} GiB of host memory "
                             f"({HOST_COPIES} copies of the rows), "
                             f"{available / 2**30:.0f} GiB available")
     return make_rows(n_rows, n_features)
+
+
+def _available_memory():
+    return _proc_bytes("/proc/meminfo", "MemAvailable")
 
 
 def _proc_bytes(path, field):
