@@ -1,6 +1,6 @@
 """Data sets, the black box and its torch copy, and the EVAL-X evaluator."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -195,7 +195,8 @@ def check_torch_copy(model, net, X, *, atol=1e-5):
 class Prepared:
     """What every method of a data set shares: its rows, black box and EVAL-X evaluator.
 
-    ``proba_explain`` is the generator's P(y = 1 | x) of every explained row.
+    ``proba_explain`` is the generator's P(y = 1 | x) of every explained row; ``cache``
+    keeps what later measurements of the data set compare with (masks of other seeds).
     """
 
     X_train: np.ndarray
@@ -211,6 +212,7 @@ class Prepared:
     evaluator: object = None
     evaluator_fit_s: float = None
     evaluator_error: str = None
+    cache: dict = field(default_factory=dict)
 
 
 def prepare(spec, profile, device, needs_evaluator):

@@ -1,6 +1,5 @@
 """Our amortized explainers: fitted once on the training rows, then one forward pass a row."""
 
-from sk_sointer import metrics
 from sk_sointer._outputs import output_agreement
 
 from .data import TRAIN_SEED
@@ -16,7 +15,8 @@ def build_explainer(method, spec, profile, device):
 
 
 def run_amortized(method, spec, data, profile, device):
-    """Fit ``method`` on the training rows, explain the explained rows; masks and timings."""
+    """Fit ``method`` on the training rows, explain the explained rows; masks, timings and
+    the fitted explainer."""
     explainer = build_explainer(method, spec, profile, device)
     masks, timing = fit_and_explain(explainer, data.X_train, data.model, data.X_explain)
     ratio, forward_s, transform_s = throughput_ratio(
@@ -26,7 +26,7 @@ def run_amortized(method, spec, data, profile, device):
     return masks, {"params": recorded_params(explainer), **timing, "explain_timing": "best of 3",
                    "throughput_ratio": ratio,
                    "forward_ms": 1000 * forward_s, "transform_ms": 1000 * transform_s,
-                   "n_timing": len(data.X_timing), **own}
+                   "n_timing": len(data.X_timing), **own}, explainer
 
 
 def fit_and_explain(explainer, X_train, black_box, X_explain):
@@ -45,11 +45,11 @@ def recorded_params(explainer):
             if isinstance(value, (bool, int, float, str, type(None)))}
 
 
-def median_rank_with_seed(method, spec, data, profile, device, seed):
-    """Median rank of the masks of ``method`` refitted with ``random_state=seed``."""
+def masks_with_seed(method, spec, data, profile, device, seed):
+    """The masks of the explained rows by ``method`` refitted with ``random_state=seed``."""
     explainer = build_explainer(method, spec, profile, device).set_params(random_state=seed)
     explainer.fit(data.X_train, black_box=data.model)
-    return metrics.median_rank(data.relevant_explain, explainer.transform(data.X_explain))
+    return explainer.transform(data.X_explain)
 
 
 def own_predictor(explainer, X, y, masks):

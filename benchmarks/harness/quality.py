@@ -1,8 +1,18 @@
-"""How every method's masks are judged: ground truth, post-hoc accuracy and EVAL-X."""
+"""How every method's masks are judged: ground truth, post-hoc accuracy and EVAL-X, and
+:func:`sk_sointer.metrics.evaluate`'s report."""
 
 import numpy as np
 
 from sk_sointer import metrics
+
+from .data import EXPLAIN_SEED
+
+# What :func:`evaluate` reports of any mask set, of ranked features (their scores) and of
+# our explainers (their masks of noisy copies of the rows).
+MASK_ENTRIES = ("fidelity_kept", "fidelity_removed", "road_kept", "road_removed",
+                "features_per_row")
+CURVE_ENTRIES = ("insertion_auc", "deletion_auc")
+OUR_ENTRIES = (*MASK_ENTRIES, *CURVE_ENTRIES, "mask_change")
 
 
 def mask_quality(spec, data, masks, evaluator):
@@ -43,3 +53,21 @@ def binary_proba(data):
     if proba is None or np.ndim(proba) != 1:
         return None
     return np.asarray(proba)
+
+
+def evaluation(data, profile, explanation, entries, *, baseline=None, scores=None):
+    """The ``entries`` of :func:`sk_sointer.metrics.evaluate` of the explained rows of
+    ``data`` in one call: of an explainer (its own masks, baseline, scores and black box),
+    or of a mask set (left-out features at ``baseline``, ``data.model`` queried, the curves
+    along ``scores``).
+
+    ROAD's Gaussian is fitted on the training rows, the curves have ``profile.eval_steps``
+    steps and ``mask_change`` reads ``profile.n_perturbations`` noisy copies of each row.
+    """
+    own = hasattr(explanation, "masker_")
+    report = metrics.evaluate(
+        explanation, None if own else data.model, data.X_explain,
+        baseline=None if own else baseline, scores=scores, entries=entries,
+        X_reference=data.X_train, n_steps=profile.eval_steps,
+        n_perturbations=profile.n_perturbations, random_state=EXPLAIN_SEED)
+    return {name: float(report[name]) for name in entries if name in report}

@@ -86,7 +86,8 @@ class Method:
         return self.estimator is not None
 
     def run(self, spec, data, profile, device):
-        """The method's masks of the explained rows of ``data``, and its timing fields."""
+        """The method's masks of the explained rows of ``data``, its timing fields and what
+        explains them: the fitted explainer (ours) or the attributions (a peer)."""
         runner = run_amortized if self.amortized else run_peer
         return runner(self, spec, data, profile, device)
 

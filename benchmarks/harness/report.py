@@ -227,13 +227,16 @@ def _pivot(study, table, records, profile):
                 cells[row].setdefault(metric, []).append(r)
     body, previous = [], None
     for row, by_column in cells.items():
-        shown = [study.method_cell(firsts[row]) if key == "method" and study.method_cell
+        # A method's cell may depend on the data set (its k there): only in rows of one.
+        own_cell = study.method_cell and "dataset" in table.rows
+        shown = [study.method_cell(firsts[row]) if key == "method" and own_cell
                  else _row_label(study, key, value) for key, value in zip(table.rows, row)]
         if previous is not None and row[0] == previous:
             shown[0] = ""
         previous = row[0]
         body.append([*shown, *[_format_cell(study, by_column.get(column, []),
-                                            column if by_metric else table.metrics[0])
+                                            column if by_metric else table.metrics[0],
+                                            table.spread)
                                for column in columns]])
     if table.mean_row:  # the mean over rows of every column's cell means, all present
         means = []
@@ -272,7 +275,7 @@ def _metric_header(study, name):
     return metric.label + (f"\n{metric.unit}" if metric.unit else "")
 
 
-def _format_cell(study, records, name):
+def _format_cell(study, records, name, spread=True):
     if any(r["metric"] == "error" for r in records):
         return _FAILED
     values = [r["value"] for r in records if r["metric"] == name and r["value"] is not None]
@@ -282,7 +285,7 @@ def _format_cell(study, records, name):
     if metric.cell is not None:
         return metric.cell(values)
     text = _shown(metric, float(np.mean(values)))
-    if len(set(values)) > 1 and study.spread:
+    if len(set(values)) > 1 and study.spread and spread:
         text += " ± " + _shown(metric, _spread(values, study.spread), spread=True)
     return text
 

@@ -71,7 +71,8 @@ class Table:
     names row fields and metrics in this table's header where the study's names do not fit.
     The values of data sets themselves (``method=None``) are shown only where ``where`` names
     the method. ``mean_row`` adds the mean over rows of each column; the title is formatted
-    with the profile's values."""
+    with the profile's values. ``spread=False`` shows the means alone (a table whose cells
+    pool several data sets, where the study's spread over seeds would mean nothing)."""
 
     title: str
     metrics: tuple
@@ -80,6 +81,7 @@ class Table:
     where: object = field(default_factory=dict)
     labels: dict = field(default_factory=dict)
     mean_row: bool = False
+    spread: bool = True
 
 
 @dataclass(frozen=True)
@@ -103,7 +105,8 @@ class Study:
     titles of the tables that go there (default: the whole report).
     ``results_name`` names its results file (without ``.json``), formatted with the
     ``study``, the ``profile`` and the ``device`` it ran on. ``method_cell(record)``,
-    if given, names a row's method from its first record.
+    if given, names a row's method from its first record in the tables whose rows hold the
+    data set (the others show the method's label).
     ``caption(records, machine, profile)`` gives the text above the tables, ``notes`` (same
     arguments) lines below them. ``postprocess(records)`` gives the records the tables and
     notes are drawn from (metrics derived from others, an order of its own).

@@ -17,15 +17,20 @@ import numpy as np
 
 from ..harness import report
 from ..harness.data import DATASETS, TRAIN_SEED, prepare as prepare_data
-from ..harness.ours import median_rank_with_seed
-from ..harness.quality import mask_quality
+from sk_sointer import metrics
+
+from ..harness.ours import masks_with_seed
+from ..harness.quality import CURVE_ENTRIES, MASK_ENTRIES, OUR_ENTRIES, evaluation, mask_quality
 from ..harness.registry import METHODS, method_names
-from ..harness.study import Metric, Study, Table, percent, seeded, summarize
+from ..harness.study import Metric, Study, Table, percent, records_of, seeded, summarize
 
 PEER_SAMPLES = {"shap_nsamples": 200, "captum_kernel_shap_samples": 200}
+# evaluate's insertion and deletion curves: steps; mask_change: noisy copies of a row.
+EVALUATION = {"eval_steps": 10, "n_perturbations": 5}
+BREAK_EVEN = "break_even_rows"
 PROFILES = {
     "fast": dict(n_train=2_000, n_explain=200, n_timing=10_000, n_black_box=None,
-                 timing_repeats=7, seeds=1, lime_num_samples=500, **PEER_SAMPLES,
+                 timing_repeats=7, seeds=1, lime_num_samples=500, **PEER_SAMPLES, **EVALUATION,
                  explainer_params={
                      "l2x": {"max_epochs": 30, "batch_size": 200},
                      "meed": {"max_epochs": 30, "batch_size": 200},
@@ -35,7 +40,7 @@ PROFILES = {
     # The package's defaults. The black box learns from more rows than the explainers see:
     # one fitted on 10,000 noisy labels blurs the switch of the control-flow sets.
     "full": dict(n_train=10_000, n_explain=1_000, n_timing=10_000, n_black_box=50_000,
-                 timing_repeats=7, seeds=1, lime_num_samples=5000, **PEER_SAMPLES,
+                 timing_repeats=7, seeds=1, lime_num_samples=5000, **PEER_SAMPLES, **EVALUATION,
                  explainer_params={}),
 }
 
@@ -66,10 +71,42 @@ def cases(dataset, methods, profile):
 def measure(data, dataset, name, seed, profile, device, k):
     spec = DATASETS[dataset]
     method = METHODS[name]
+    # Our masks of every seed, for the later seeds' agreement with the earlier ones.
+    earlier = data.cache.setdefault(("masks", dataset, name), {})
     if seed is not None and seed != TRAIN_SEED:
-        return {"median_rank": median_rank_with_seed(method, spec, data, profile, device, seed)}
-    masks, timing = method.run(spec, data, profile, device)
-    return {**timing, **mask_quality(spec, data, masks, data.evaluator)}
+        masks = masks_with_seed(method, spec, data, profile, device, seed)
+        run = {"median_rank": metrics.median_rank(data.relevant_explain, masks)}
+        if earlier:
+            run["seed_agreement"] = float(np.mean([metrics.mask_similarity(masks, other)
+                                                   for other in earlier.values()]))
+        earlier[seed] = masks
+        return run
+    masks, timing, explanation = method.run(spec, data, profile, device)
+    if method.amortized:
+        earlier[seed] = masks
+        entries = (*OUR_ENTRIES, "features_per_row_std") if k is None else OUR_ENTRIES
+        report = evaluation(data, profile, explanation, entries)
+    else:
+        # Raw masks: left out at the training mean, as our explainers' default baseline.
+        report = evaluation(data, profile, masks, (*MASK_ENTRIES, *CURVE_ENTRIES),
+                            baseline=data.X_train.mean(axis=0), scores=np.abs(explanation))
+    return {**timing, **mask_quality(spec, data, masks, data.evaluator), **report}
+
+
+def with_break_even(records):
+    """The records, and for each of our runs with k set the rows from which fitting it
+    costs less than KernelSHAP (shap) a row on the same data set."""
+    records = [r for r in records if r["metric"] != BREAK_EVEN]
+    summary = summarize(records)
+    derived = []
+    for (dataset, name), entry in summary.items():
+        peer = summary.get((dataset, "shap_kernel"), {})
+        if (name in METHODS and METHODS[name].amortized and entry.get("fit_s")
+                and peer.get("explain_ms_per_row")):
+            rows = metrics.break_even_rows(entry["fit_s"], 1000 * entry["explain_ms_per_row"],
+                                           peer["explain_ms_per_row"])
+            derived += records_of(STUDY, dataset, name, None, {BREAK_EVEN: rows})
+    return records + derived
 
 
 def method_cell(record):
@@ -116,6 +153,12 @@ def notes(records, machine, profile):
     return lines
 
 
+# The evaluation table's columns: evaluate's entries, then the costs recorded beside them.
+EVALUATION_COLUMNS = ("fidelity_kept", "fidelity_removed", "road_kept", "road_removed",
+                      "deletion_auc", "insertion_auc", "seed_agreement", "mask_change",
+                      "explain_ms_per_row", BREAK_EVEN)
+
+
 def _main(record):
     return not DATASETS[record["dataset"]].probe
 
@@ -142,6 +185,15 @@ STUDY = Study(
         "own_acc": Metric("Own predictor", "acc. %", 100, ".1f"),
         "own_agreement": Metric("Own predictor", "= black box %", 100, ".1f"),
         "posthoc_acc": Metric("Post-hoc", "acc. %", 100, ".1f"),
+        # evaluate's entries (sk_sointer.metrics.evaluate)
+        "fidelity_kept": percent("Fidelity\nkept", ""),
+        "fidelity_removed": percent("Fidelity\nremoved", ""),
+        "road_kept": percent("ROAD\nkept", ""), "road_removed": percent("ROAD\nremoved", ""),
+        "deletion_auc": percent("Deletion\nAUC", ""),
+        "insertion_auc": percent("Insertion\nAUC", ""),
+        "seed_agreement": percent("Seed\nagreement", ""),
+        "mask_change": percent("Mask\nchange", ""),
+        BREAK_EVEN: Metric("Break-even\nrows", fmt=",.0f"),
     },
     tables=(
         Table("Synthetic data sets",
@@ -151,7 +203,10 @@ STUDY = Study(
         Table("Encoding probe (XOR, k = 1)",
               ("own_acc", "own_agreement", "eacc", "posthoc_acc", "tpr"),
               rows=("method",), where={"dataset": "xor_probe"}),
+        Table("Evaluation (points; mean over the data sets)", EVALUATION_COLUMNS,
+              rows=("method",), where=_main, spread=False),
     ),
+    postprocess=with_break_even,
     caption=caption,
     notes=notes,
     method_cell=method_cell,

@@ -72,12 +72,13 @@ from sklearn.svm import SVC
 from sk_sointer import L2XExplainer, ModelRefinement, as_black_box
 from sk_sointer._outputs import output_agreement
 from sk_sointer._search import greedy_subsets
-from sk_sointer.metrics import evaluate, mask_similarity, random_masks
+from sk_sointer.metrics import break_even_rows, mask_similarity, random_masks
 
-from ..harness import report, study
+from ..harness import quality, report, study
 from ..harness.data import EXPLAIN_SEED, TRAIN_SEED, fit_evaluator
 from ..harness.ours import build_explainer, recorded_params
 from ..harness.peers import topk_of_abs
+from ..harness.quality import CURVE_ENTRIES, MASK_ENTRIES, OUR_ENTRIES
 from ..harness.registry import METHODS as REGISTRY
 from ..harness.study import Metric, Study, Table, percent, seeded
 from ..harness.timing import best_time, elapsed
@@ -322,29 +323,15 @@ def random_reference(pair, sizes, profile, evaluated=False):
     }
 
 
-# What :func:`evaluate` reports of any mask set, of ranked features (their scores) and of
-# our explainers (their masks of noisy copies of the rows).
-MASK_ENTRIES = ("fidelity_kept", "fidelity_removed", "road_kept", "road_removed",
-                "features_per_row")
-CURVE_ENTRIES = ("insertion_auc", "deletion_auc")
-OUR_ENTRIES = (*MASK_ENTRIES, *CURVE_ENTRIES, "mask_change")
 EVALUATED = (*MASK_ENTRIES, *CURVE_ENTRIES, "mask_change", "features_per_row_std",
              "seed_agreement")
 
 
 def evaluation(pair, profile, explanation, entries, scores=None):
-    """The ``entries`` of :func:`evaluate` of one explainer (its own masks, baseline,
-    scores and black box) or one mask set of the explained rows (the judge's baseline, the
-    pair's black box; the curves along ``scores``), in one call: ROAD's Gaussian fitted on
-    the training rows, the curves in ``profile.eval_steps`` steps, ``mask_change`` over
-    ``profile.n_perturbations`` noisy copies."""
-    own = hasattr(explanation, "masker_")
-    report = evaluate(
-        explanation, None if own else pair.model, pair.X_explain,
-        baseline=None if own else pair.judge.masker_.baseline_, scores=scores,
-        entries=entries, X_reference=pair.X_train, n_steps=profile.eval_steps,
-        n_perturbations=profile.n_perturbations, random_state=EXPLAIN_SEED)
-    return {name: float(report[name]) for name in entries if name in report}
+    """:func:`harness.quality.evaluation` of the pair's explained rows; raw masks are judged
+    at the baseline of the pair's judge."""
+    return quality.evaluation(pair, profile, explanation, entries,
+                              baseline=pair.judge.masker_.baseline_, scores=scores)
 
 
 def global_order(judge, X, max_k):
@@ -447,22 +434,32 @@ def measure(pair, dataset, method, seed, profile, device, k, **labels):
 # ---------------------------
 
 GAPS = ("gap_global", "gap_kernel_shap", "eval_x_gap_kernel_shap", "gap_random")
+# Rows from which fitting ours once costs less than KernelSHAP a row (a derived metric).
+BREAK_EVEN = "break_even_rows"
 # Each gap of ours at a k: our metric, the other method and its metric.
 _GAPS_AT_K = {"gap_global": ("fidelity", GLOBAL, "fidelity"),
               "gap_kernel_shap": ("fidelity", "shap_kernel", "fidelity"),
               "eval_x_gap_kernel_shap": ("eval_x", "shap_kernel", "eval_x")}
 
 
+def _break_even(fit_s, us_per_row, peer_ms_per_row):
+    """:func:`~sk_sointer.metrics.break_even_rows`, ``None`` when a time is missing."""
+    if None in (fit_s, us_per_row, peer_ms_per_row):
+        return None
+    return break_even_rows(fit_s, us_per_row, peer_ms_per_row)
+
+
 def with_gaps(records):
     """The records in table order (data sets, then :data:`METHODS`), and for each of our
     runs without an error its gaps (fidelity points as fractions; the means over seeds) to
     the best global subset and to KernelSHAP at the same k, EVAL-X's gap to KernelSHAP's,
-    and for a thresholded run its gap to random masks of the same sizes."""
+    for a thresholded run its gap to random masks of the same sizes, and with k set the
+    rows from which it costs less than KernelSHAP (:data:`BREAK_EVEN`)."""
     rank = {name: i for i, name in enumerate((None, *METHODS, *OWN))}
     first = {}
     for i, r in enumerate(records):
         first.setdefault(r["dataset"], i)
-    records = sorted((r for r in records if r["metric"] not in (*GAPS, "fails")),
+    records = sorted((r for r in records if r["metric"] not in (*GAPS, BREAK_EVEN, "fails")),
                      key=lambda r: (first[r["dataset"]], rank.get(r["method"], len(rank))))
     summary = study.summarize(records)
 
@@ -482,6 +479,10 @@ def with_gaps(records):
         for name, (metric, other, their_metric) in gaps.items():
             ours, theirs = mean(dataset, method, metric), mean(dataset, other, their_metric)
             values[name] = None if None in (ours, theirs) else ours - theirs
+        if context["k"] is not None:
+            values[BREAK_EVEN] = _break_even(mean(dataset, method, "fit_s"),
+                                             mean(dataset, method, "transform_us_per_row"),
+                                             mean(dataset, "shap_kernel", "explain_ms_per_row"))
         derived += study.records_of(STUDY, dataset, method, None, values, **context)
         # The acceptance: one record a check that applies to the run, 1 if it fails.
         values.update(empty_rate=mean(dataset, method, "empty_rate"),
@@ -557,7 +558,8 @@ def _per_method(title, metric, mean_row=False):
 # The evaluation table's columns: evaluate's entries, then the costs already recorded.
 EVALUATION_COLUMNS = ("fidelity_kept", "fidelity_removed", "road_kept", "road_removed",
                       "deletion_auc", "insertion_auc", "seed_agreement", "mask_change",
-                      "features_per_row", "transform_us_per_row", "explain_ms_per_row")
+                      "features_per_row", "transform_us_per_row", "explain_ms_per_row",
+                      BREAK_EVEN)
 
 
 STUDY = Study(
@@ -593,6 +595,7 @@ STUDY = Study(
         "mask_change": percent("Mask\nchange", ""),
         "features_per_row": Metric("Features\na row", fmt=".1f"),
         "features_per_row_std": Metric("Features a\nrow, std", fmt=".1f"),
+        BREAK_EVEN: Metric("Break-even\nrows", fmt=",.0f"),
     },
     tables=(
         _per_method("Fidelity (points)", "fidelity", mean_row=True),

@@ -22,6 +22,7 @@ from ._evalx import EvalXEvaluator, encoding_gap
 from ._evaluate import (
     ENTRIES,
     LOWER_IS_BETTER,
+    break_even_rows,
     evaluate,
     evaluation_scorer,
     insertion_deletion_curves,
@@ -43,6 +44,7 @@ __all__ = [
     "LOWER_IS_BETTER",
     "EvalXEvaluator",
     "approximator_accuracy",
+    "break_even_rows",
     "control_flow_selection_rate",
     "encoding_gap",
     "evaluate",

@@ -433,10 +433,38 @@ def _cost(report, wanted, explainer, X, peer_ms_per_row, fit_seconds):
     if fit_s is not None and "fit_s" in wanted:
         report.fit_s = float(fit_s)
     if "break_even_rows" in wanted and fit_s is not None and peer_ms_per_row is not None:
-        if not isinstance(peer_ms_per_row, Real) or peer_ms_per_row <= 0:
-            raise ValueError(f"peer_ms_per_row should be a positive number; got {peer_ms_per_row!r}.")
-        saved = peer_ms_per_row / 1e3 - report.us_per_row / 1e6
-        report.break_even_rows = float(fit_s / saved) if saved > 0 else float("inf")
+        report.break_even_rows = break_even_rows(fit_s, report.us_per_row, peer_ms_per_row)
+
+
+def break_even_rows(fit_seconds, us_per_row, peer_ms_per_row):
+    """The number of rows from which fitting an amortized explainer once and explaining
+    every row in ``us_per_row`` microseconds costs less than a per-row explainer's
+    ``peer_ms_per_row`` milliseconds a row: ``fit_seconds / (peer cost - own cost)``,
+    infinite when the explainer is not cheaper a row.
+
+    Parameters
+    ----------
+    fit_seconds : float
+        The amortized explainer's fit time.
+    us_per_row : float
+        Its cost a row, in microseconds.
+    peer_ms_per_row : float
+        The per-row explainer's cost a row, in milliseconds (positive).
+
+    Returns
+    -------
+    rows : float
+
+    Examples
+    --------
+    >>> from sk_sointer.metrics import break_even_rows
+    >>> round(break_even_rows(30.0, us_per_row=2.0, peer_ms_per_row=12.0))  # 30 s / ~12 ms
+    2500
+    """
+    if not isinstance(peer_ms_per_row, Real) or peer_ms_per_row <= 0:
+        raise ValueError(f"peer_ms_per_row should be a positive number; got {peer_ms_per_row!r}.")
+    saved = peer_ms_per_row / 1e3 - us_per_row / 1e6
+    return float(fit_seconds / saved) if saved > 0 else float("inf")
 
 
 class _EntryScorer:
