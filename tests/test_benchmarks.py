@@ -40,6 +40,8 @@ TINY = study.Profile(
     shap_nsamples=200,
     lime_num_samples=5000,
     captum_kernel_shap_samples=200,
+    eval_steps=5,
+    n_perturbations=2,
     explainer_params={
         "l2x": {"max_epochs": 2, "batch_size": 64},
         "realx": {"max_epochs": 2, "predictor_epochs": 1, "batch_size": 64},
@@ -100,6 +102,43 @@ def test_records_hold_finite_metrics_in_range(s1_run):
             assert _finite(record[metric]) and record[metric] > 0, metric
         for metric in ("eacc", "eacc_expected"):
             assert _finite(record[metric]) and 0.0 <= record[metric] <= 1.0, metric
+
+
+def test_our_runs_report_through_evaluate_and_later_seeds_agree_with_the_first(s1_run):
+    summary = by_pair(s1_run)
+    for name in registry.method_names(amortized=True):
+        record = summary[("S1", name)]
+        for entry in set(quality.OUR_ENTRIES) - {"features_per_row"}:
+            assert _finite(record[entry]) and 0.0 <= record[entry] <= 1.0, (name, entry)
+        assert record["features_per_row"] == pytest.approx(record["mean_selected"])
+    # REAL-X's thresholded masks also have a spread of sizes.
+    assert _finite(summary[("S1", "realx")]["features_per_row_std"])
+    records = run_synthetic(SMALL, ["xor"], ["l2x"], seeds=3)
+    agreement = [r for r in records if r["metric"] == "seed_agreement"]
+    assert [r["seed"] for r in agreement] == [1, 2]
+    assert all(0.0 <= r["value"] <= 1.0 for r in agreement)
+    assert len([r for r in records if r["metric"] == "median_rank"]) == 3
+
+
+def test_break_even_rows_come_from_our_fit_and_kernel_shap_per_row_cost():
+    records = [
+        *study.records_of(synthetic.STUDY, "xor", "l2x", 0,
+                          {"fit_s": 10.0, "explain_ms_per_row": 0.002}, k=2),
+        *study.records_of(synthetic.STUDY, "xor", "shap_kernel", None,
+                          {"explain_ms_per_row": 12.0}, k=2),
+        *study.records_of(synthetic.STUDY, "S1", "l2x", 0, {"fit_s": 10.0}, k=4),
+    ]
+    derived = [r for r in synthetic.with_break_even(records)
+               if r["metric"] == synthetic.BREAK_EVEN]
+    # 10 s over (12 ms - 2 µs) a row; none on S1, which has no KernelSHAP run.
+    assert [(r["dataset"], r["method"]) for r in derived] == [("xor", "l2x")]
+    assert derived[0]["value"] == pytest.approx(10.0 / (12e-3 - 2e-6))
+    # Postprocessing twice derives the same records once.
+    assert synthetic.with_break_even(synthetic.with_break_even(records)) == \
+        synthetic.with_break_even(records)
+    text = _render(records)
+    block = text.split(".. table:: Evaluation (points; mean over the data sets)\n")[1]
+    assert "| L2X " in block and "| 833 " in block
 
 
 def test_our_explainers_use_their_s_set_selection_rules(s1_run):
@@ -348,6 +387,16 @@ def test_a_registry_entry_is_all_a_new_method_needs(monkeypatch):
     assert record["median_rank"] == metrics.median_rank(relevant, peers.topk_of_abs(X, 2))
     assert record["explain_ms_per_row"] == pytest.approx(1e-3 * 1000 / 50)
     assert "Largest |x|" in _render(records, SMALL)
+    # evaluate's report of a peer: its masks at the training mean, the curves along |x|.
+    prepared = synthetic.prepare("xor", SMALL.replace(datasets=["xor"]), torch.device("cpu"))
+    masks = peers.topk_of_abs(X, 2)
+    assert record["fidelity_kept"] == pytest.approx(metrics.posthoc_accuracy(
+        prepared.model, X, masks, baseline=prepared.X_train.mean(axis=0)))
+    curves = metrics.evaluate(masks, prepared.model, X, baseline=prepared.X_train.mean(axis=0),
+                              scores=np.abs(X), entries=["deletion_auc"],
+                              n_steps=SMALL.eval_steps)
+    assert record["deletion_auc"] == pytest.approx(curves.deletion_auc)
+    assert {"mask_change", "seed_agreement"}.isdisjoint(record)
 
 
 def test_the_stored_records_render_the_readme_table():
