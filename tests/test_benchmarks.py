@@ -928,3 +928,12 @@ def test_the_stored_structured_records_render_the_readme_table():
     rows = [[cell.strip() for cell in line.split("|")[1:-1]] for line in text.splitlines()
             if line.startswith("   |")]
     assert ["E1", "y1", "5", "100.0", "7.8 ± 9.6", "54.1", "19.8 ± 1.3"] in rows
+    # The README shows the exact matches and the median rank against the width, as stored.
+    records, machine, profile = report.load_study_results(report.RESULTS_DIR
+                                                          / "sointer_full.json")
+    block = report.render(structured.STUDY, records, machine, profile,
+                          titles=structured.STUDY.readme_tables)
+    readme = bench.README.read_text(encoding="utf-8")
+    assert report.replace_between_markers(readme, block, *structured.STUDY.readme) == readme
+    width = block.split("against the number of features")[1]
+    assert "| 20 | 2.56 " in width
