@@ -7,8 +7,16 @@ row from scratch (:mod:`harness.peers`). Every mask is judged by :mod:`harness.q
 ground truth (median rank, TPR, FDR, control-flow selection rate), post-hoc accuracy and
 EVAL-X (on the control-flow sets and the encoding probe). Times come from the same run.
 
+Every run is also reported through :func:`sk_sointer.metrics.evaluate`
+(:func:`harness.quality.evaluation`): the fidelity with the selected features kept and
+removed, ROAD's, the insertion and deletion AUCs along the ranking (ours: ``explain``; the
+peers: ``|attribution|``, their masks judged at the training mean, our explainers'
+baseline) and, for ours, the mask change under noise. :func:`with_break_even` adds the
+rows from which fitting ours costs less than KernelSHAP a row.
+
 With ``--seeds`` above 1 our explainers are refitted with seeds 1, 2, ...; those fits
-record their median rank only (every other metric is seed 0's).
+record their median rank and their masks' agreement with the earlier seeds' masks of the
+same rows (``seed_agreement``; every other metric is seed 0's).
 """
 
 import textwrap
