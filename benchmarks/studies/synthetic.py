@@ -164,7 +164,7 @@ def notes(records, machine, profile):
 # The evaluation table's columns: evaluate's entries, then the costs recorded beside them.
 EVALUATION_COLUMNS = ("fidelity_kept", "fidelity_removed", "road_kept", "road_removed",
                       "deletion_auc", "insertion_auc", "seed_agreement", "mask_change",
-                      "explain_ms_per_row", BREAK_EVEN)
+                      "features_per_row", "explain_ms_per_row", BREAK_EVEN)
 
 
 def _main(record):
@@ -201,6 +201,7 @@ STUDY = Study(
         "insertion_auc": percent("Insertion\nAUC", ""),
         "seed_agreement": percent("Seed\nagreement", ""),
         "mask_change": percent("Mask\nchange", ""),
+        "features_per_row": Metric("Features\na row", fmt=".1f"),
         BREAK_EVEN: Metric("Break-even\nrows", fmt=",.0f"),
     },
     tables=(
