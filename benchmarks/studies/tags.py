@@ -303,9 +303,10 @@ def seeds(dataset, method, profile):
 
 
 def caption(records, machine, profile):
+    # The set and the black box are recorded once, with the first tag (dataset_values).
+    first = next((r["dataset"] for r in records if r["metric"] == "n_rows"), None)
     data = {r["metric"]: r["value"] for r in records
-            if r["method"] is None and "n_rows" in {x["metric"] for x in records
-                                                     if x["dataset"] == r["dataset"]}}
+            if r["method"] is None and r["dataset"] == first}
     hidden = "-".join(map(str, profile.black_box_hidden))
     text = (f"Profile ``{profile.name}``, run on {machine['date'][:10]} on "
             f"{report.hardware(machine)}, torch {machine['torch']}. ")
