@@ -615,3 +615,23 @@ class _Energy(nn.Module):
         """Energies of every row with every configuration of a shared table ``phi`` of
         shape ``(K, F)``: ``(B, K)``."""
         return -self.local(x) @ phi.T - self._global(phi)
+
+    def flip_energies(self, x, phi):
+        """Energies of the 0/1 encodings ``phi`` (``(B, F)``) and of every encoding one
+        column away (column ``j`` flipped): ``(B,)`` and ``(B, F)``.
+
+        Both terms are cheap to move by one column: the local term is linear in ``phi``,
+        and the global term's first layer too, so a flip shifts its pre-activations by one
+        column of its weights; ``(B, F, global_units)`` values instead of the ``(B, F, F)``
+        flipped encodings."""
+        coefficients = self.local(x)
+        change = 1.0 - 2.0 * phi  # what a flip adds to each column
+        local = -(coefficients * phi).sum(-1)
+        flipped = local.unsqueeze(1) - coefficients * change
+        if self.interaction is None:
+            return local, flipped
+        first, activation, last = self.interaction
+        hidden = first(phi)
+        moved = hidden.unsqueeze(1) + change.unsqueeze(2) * first.weight.T
+        return (local - last(activation(hidden)).squeeze(-1),
+                flipped - last(activation(moved)).squeeze(-1))
