@@ -1,0 +1,61 @@
+"""Smoke test of the segmentation study on its fast profile."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from benchmarks import bench
+from benchmarks.harness.study import summarize
+from benchmarks.studies import segmentation
+
+torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="module")
+def fast_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("segmentation") / "segmentation_fast.json"
+    bench.main(["segmentation", "--profile", "fast", "--device", "cpu", "--out", str(out)])
+    return json.loads(out.read_text(encoding="utf-8")), out.with_suffix(".rst")
+
+
+def test_fast_profile_records_every_method_at_its_k(fast_run):
+    payload, _ = fast_run
+    records = payload["records"]
+    assert payload["study"] == "segmentation"
+    assert not [r for r in records if r["metric"] == "error"]
+    assert list(dict.fromkeys((r["dataset"], r["method"]) for r in records if r["method"])) == [
+        ("pixel_12_12", "sointer"), ("pixel_12_12", "l2x"), ("pixel_12_12", "random")]
+    assert {r["k"] for r in records if r["method"]} == {10}
+    summary = summarize(records)
+    network = summary[("pixel_12_12", None)]
+    assert 0.5 < network["model_acc"] <= 1.0
+    for method in ("sointer", "l2x", "random"):
+        entry = summary[("pixel_12_12", method)]
+        assert 0.0 <= entry["post_acc"] <= 1.0 and 0.0 <= entry["posthoc_acc"] <= 1.0
+    # Random pixels lie, on average, as far from (12, 12) as the grid's pixels do.
+    rows, cols = np.divmod(np.arange(24 * 24), 24)
+    expected = np.hypot(rows - 12, cols - 12).mean()
+    assert summary[("pixel_12_12", "random")]["distance"] == pytest.approx(expected, abs=0.3)
+    # Two epochs already pull SOInter's pixels towards the target.
+    assert summary[("pixel_12_12", "sointer")]["distance"] < expected - 0.5
+    assert summary[("pixel_12_12", "sointer")]["fit_s"] > 0
+
+
+def test_fast_profile_renders_the_tables(fast_run):
+    _, rst = fast_run
+    text = rst.read_text(encoding="utf-8")
+    assert "Post-accuracy % on the target pixel" in text
+    assert "Mean distance (pixels) of the selected pixels to the target" in text
+    assert "SOInter (whole network)" in text and "L2X (target pixel alone)" in text
+
+
+def test_one_pixel_is_the_network_s_probability_of_that_pixel():
+    torch.manual_seed(0)
+    model = segmentation.SegmentationFCN().eval()
+    X = torch.rand(3, 576)
+    with torch.no_grad():
+        p = torch.sigmoid(model(X)[:, 100])
+        np.testing.assert_allclose(segmentation.OnePixel(model, 100)(X).numpy(),
+                                   torch.stack([1 - p, p], 1).numpy(), rtol=1e-6)
