@@ -162,3 +162,20 @@ def test_sointer_on_100_pixel_outputs_selects_near_the_target():
     # Random pixels lie 4.0 pixels from (5, 4) on average; the model reads 3 x 3 patches.
     assert distance < 2.0
     assert explainer.flip_rate_ < 0.2
+
+
+def test_a_saved_pixel_target_and_unary_energy_load_with_the_same_answers(tmp_path):
+    from sk_sointer import load, save
+
+    side = 9  # 81 outputs: the energy network reads the unary encoding
+    X = _images(side, n=200)
+    black_box = as_black_box(LocalSegmenter(side), output="multilabel_logits")
+    explainer = SOInterExplainer(target=(4, 4), image_shape=(side, side), **FAST).fit(
+        X, black_box=black_box)
+    save(explainer, tmp_path / "sointer.safetensors")
+    loaded = load(tmp_path / "sointer.safetensors")
+    assert tuple(loaded.target) == (4, 4) and loaded.output_spec_.target == 40
+    np.testing.assert_array_equal(loaded.transform(X[:40]), explainer.transform(X[:40]))
+    masks = explainer.transform(X[:40])
+    np.testing.assert_allclose(loaded.predict_masked(X[:40], masks),
+                               explainer.predict_masked(X[:40], masks), rtol=1e-5, atol=1e-6)
