@@ -77,17 +77,10 @@ class Configurations:
         self.n_encoding = self.n_unary + int(keep.sum())
         # Lookup tables on the CPU, whatever device is the default (loading builds on
         # torch's meta device); they move to the codes' device where used.
-        # Row ``offset_i + v`` of this table is the unary encoding of value v of output i.
-        self._state_offsets = torch.as_tensor(np.concatenate([[0], np.cumsum(self.states)[:-1]]),
-                                             device="cpu")
-        table = torch.zeros(sum(self.states), self.n_unary, device="cpu")
-        for i, (s, offset) in enumerate(zip(self.states, self.offsets)):
-            start = int(self._state_offsets[i])
-            if s == 2:
-                table[start + 1, offset] = 1.0
-            else:
-                table[start : start + s, offset : offset + s] = torch.eye(s, device="cpu")
-        self._unary = table
+        # Output i's value v sets one unary column, ``offsets[i] + v`` (a categorical
+        # output), or ``offsets[i]`` to v (a binary one); no two outputs share a column.
+        self._binary = torch.as_tensor([s == 2 for s in self.states], device="cpu")
+        self._columns = torch.as_tensor(self.offsets, dtype=torch.long, device="cpu")
 
     @property
     def n_outputs(self):
@@ -110,9 +103,14 @@ class Configurations:
     def encode(self, codes):
         """``phi(y)`` of configurations ``codes`` (``(..., n_outputs)`` int): unary columns,
         then the products of the unary columns of every pair of outputs, float32."""
-        unary_table = self._unary.to(codes.device)
-        rows = codes + self._state_offsets.to(codes.device)
-        unary = unary_table[rows].sum(-2)
+        binary = self._binary.to(codes.device)
+        # One column written per output: a lookup of a (sum(states), n_unary) table summed
+        # over outputs built (..., n_outputs, n_unary) first, 680 million values for a
+        # batch of 1,024 pairs of configurations of 576 outputs.
+        columns = self._columns.to(codes.device) + torch.where(binary, 0, codes)
+        values = torch.where(binary, codes, 1).float()
+        unary = torch.zeros(*codes.shape[:-1], self.n_unary, device=codes.device)
+        unary.scatter_(-1, columns, values)
         if not self.pairs:
             return unary
         first, second = (index.to(codes.device) for index in self._pairs)
