@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from sk_sointer import EnergyMLP, EnergyNet, SOInterExplainer, as_black_box
+from sk_sointer import CNNSelector, EnergyMLP, EnergyNet, SOInterExplainer, as_black_box
 from sk_sointer.explainers._energy import Configurations
 
 torch.set_num_threads(1)
@@ -145,23 +145,44 @@ def test_pseudolikelihood_energy_learns_the_model_marginals():
     assert np.mean(net.predict(X[:100]) == codes[:100]) > 0.95
 
 
-def test_sointer_on_100_pixel_outputs_selects_near_the_target():
+def _fit_on_100_pixels(**params):
     side = 10
     X = _images(side, n=600)
     black_box = as_black_box(LocalSegmenter(side), output="multilabel_logits")
     explainer = SOInterExplainer(
         target=(5, 4), k=5, image_shape=(side, side), max_epochs=10, batch_size=100,
         energy_masks=2, fill="baseline", gradient="relaxed", baseline="zero",
-        energy=EnergyNet(max_epochs=5, loss="pseudolikelihood"), random_state=0,
+        energy=EnergyNet(max_epochs=5, loss="pseudolikelihood"), random_state=0, **params,
     ).fit(X, black_box=black_box)
-    assert not explainer.energy_net_.configurations_.pairs
     masks = explainer.transform(X[:200]).reshape(200, side, side)
     rows, cols = np.nonzero(masks.sum(axis=0))
     weights = masks.sum(axis=0)[rows, cols]
-    distance = np.average(np.hypot(rows - 5, cols - 4), weights=weights)
+    return explainer, np.average(np.hypot(rows - 5, cols - 4), weights=weights)
+
+
+@pytest.mark.parametrize("selector, most", [
+    (None, 2.0),
+    # A fully convolutional interpreter places pixels by a learnt logit per position.
+    (CNNSelector(channels=(32, 32), position_bias=True), 1.5),
+])
+def test_sointer_on_100_pixel_outputs_selects_near_the_target(selector, most):
+    explainer, distance = _fit_on_100_pixels(
+        **({} if selector is None else {"selector": selector}))
     # Random pixels lie 4.0 pixels from (5, 4) on average; the model reads 3 x 3 patches.
-    assert distance < 2.0
+    assert distance < most
     assert explainer.flip_rate_ < 0.2
+
+
+def test_a_convolutional_interpreter_without_a_position_bias_cannot_place_the_target():
+    # The same scores for the same pattern anywhere: the target's place is lost.
+    _, distance = _fit_on_100_pixels(selector=CNNSelector())
+    assert distance > 2.5
+
+
+def test_position_bias_starts_at_zero_and_is_per_pixel():
+    net = CNNSelector(channels=(4,), position_bias=True)(16, 16, input_shape=(1, 4, 4))
+    assert net[-1].bias.shape == (16,) and not net[-1].bias.any()
+    assert net(torch.randn(3, 16)).abs().max() == 0  # zero output, zero bias
 
 
 def test_a_saved_pixel_target_and_unary_energy_load_with_the_same_answers(tmp_path):
@@ -170,8 +191,9 @@ def test_a_saved_pixel_target_and_unary_energy_load_with_the_same_answers(tmp_pa
     side = 9  # 81 outputs: the energy network reads the unary encoding
     X = _images(side, n=200)
     black_box = as_black_box(LocalSegmenter(side), output="multilabel_logits")
-    explainer = SOInterExplainer(target=(4, 4), image_shape=(side, side), **FAST).fit(
-        X, black_box=black_box)
+    explainer = SOInterExplainer(target=(4, 4), image_shape=(side, side),
+                                 selector=CNNSelector(channels=(4,), position_bias=True),
+                                 **FAST).fit(X, black_box=black_box)
     save(explainer, tmp_path / "sointer.safetensors")
     loaded = load(tmp_path / "sointer.safetensors")
     assert tuple(loaded.target) == (4, 4) and loaded.output_spec_.target == 40
