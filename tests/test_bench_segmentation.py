@@ -26,12 +26,13 @@ def test_fast_profile_records_every_method_at_its_k(fast_run):
     assert payload["study"] == "segmentation"
     assert not [r for r in records if r["metric"] == "error"]
     assert list(dict.fromkeys((r["dataset"], r["method"]) for r in records if r["method"])) == [
-        ("pixel_12_12", "sointer"), ("pixel_12_12", "l2x"), ("pixel_12_12", "random")]
+        ("pixel_12_12", "sointer"), ("pixel_12_12", "l2x"), ("pixel_12_12", "random"),
+        ("pixel_12_12", "nearest")]
     assert {r["k"] for r in records if r["method"]} == {10}
     summary = summarize(records)
     network = summary[("pixel_12_12", None)]
     assert 0.5 < network["model_acc"] <= 1.0
-    for method in ("sointer", "l2x", "random"):
+    for method in ("sointer", "l2x", "random", "nearest"):
         entry = summary[("pixel_12_12", method)]
         assert 0.0 <= entry["post_acc"] <= 1.0 and 0.0 <= entry["posthoc_acc"] <= 1.0
     # Random pixels lie, on average, as far from (12, 12) as the grid's pixels do.
@@ -41,6 +42,10 @@ def test_fast_profile_records_every_method_at_its_k(fast_run):
     # Two epochs already pull SOInter's pixels towards the target.
     assert summary[("pixel_12_12", "sointer")]["distance"] < expected - 0.5
     assert summary[("pixel_12_12", "sointer")]["fit_s"] > 0
+    # The 10 nearest pixels: the target, its 4 neighbours at 1, 4 diagonals, one at 2.
+    nearest = (4 * 1 + 4 * np.sqrt(2) + 2) / 10
+    assert summary[("pixel_12_12", "nearest")]["distance"] == pytest.approx(nearest)
+    assert summary[("pixel_12_12", "nearest")]["target_kept"] == 1.0
 
 
 def test_fast_profile_renders_the_tables(fast_run):

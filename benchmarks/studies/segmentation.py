@@ -8,7 +8,9 @@ For every target pixel and ``k``:
 - SOInter explains the target output of the whole black box (``target=(row, col)``);
 - L2X explains the target pixel alone: a binary classifier whose probabilities are
   ``[1 - p, p]``, ``p`` the network's probability of that pixel (:class:`OnePixel`);
-- a reference draws ``k`` pixels per row at random.
+- a reference draws ``k`` pixels per row at random;
+- another keeps the ``k`` pixels nearest the target in every row (ties to the lower
+  index): what locality alone gives, with the left-out pixels black.
 
 Masks are judged on held-out rows with the left-out pixels at 0 (no ink): post-accuracy,
 the network's label of the target pixel on the masked rows against the true foreground (the
@@ -30,7 +32,7 @@ from ..harness.study import Metric, Study, Table, percent
 from ..harness.timing import elapsed
 
 SIDE = 24
-METHODS = ("sointer", "l2x", "random")
+METHODS = ("sointer", "l2x", "random", "nearest")
 # SOInter's settings at 576 outputs (the README's "what scaling SOInter required"): the
 # energy network reads the unary encoding (EnergyNet's encoding="auto" beyond 64 outputs)
 # and is fitted by pseudo-likelihood; the interpreter's gradient is the relaxed one (the
@@ -145,8 +147,13 @@ def measure(data, dataset, method, seed, profile, device, k):
     row, col, index = _index(dataset)
     X = data.X_explain
     out = {}
+    rows, cols = np.divmod(np.arange(SIDE * SIDE), SIDE)
+    distance = np.hypot(rows - row, cols - col)
     if method == "random":
         masks = metrics.random_masks(len(X), SIDE * SIDE, k, random_state=seed)
+    elif method == "nearest":
+        masks = np.zeros((len(X), SIDE * SIDE))
+        masks[:, np.argsort(distance, kind="stable")[:k]] = 1.0
     else:
         explainer = _explainer(method, (row, col), k, seed, profile)
         black_box = (as_black_box(data.model, output="multilabel_logits") if method == "sointer"
@@ -156,8 +163,6 @@ def measure(data, dataset, method, seed, profile, device, k):
     masks = masks.reshape(len(X), SIDE * SIDE) > 0
     kept = pixel_labels(data.model, np.where(masks, X, 0.0), index)
     full = pixel_labels(data.model, X, index)
-    rows, cols = np.divmod(np.arange(SIDE * SIDE), SIDE)
-    distance = np.hypot(rows - row, cols - col)
     return {**out, "post_acc": float(np.mean(kept == data.Y_explain[:, index])),
             "posthoc_acc": float(np.mean(kept == full)),
             "distance": float((masks * distance).sum() / masks.sum()),
@@ -188,7 +193,8 @@ STUDY = Study(
     methods=METHODS,
     cases=lambda dataset, methods, profile: [(method, {"k": k}) for k in profile.ks
                                              for method in methods],
-    seeds=lambda dataset, method, profile: list(range(profile.seeds)),
+    seeds=lambda dataset, method, profile: (
+        [None] if method == "nearest" else list(range(profile.seeds))),
     share=lambda dataset: "digits",
     prepare=prepare,
     dataset_values=dataset_values,
@@ -211,7 +217,7 @@ STUDY = Study(
     ),
     caption=caption,
     labels={"sointer": "SOInter (whole network)", "l2x": "L2X (target pixel alone)",
-            "random": "Random k pixels"},
+            "random": "Random k pixels", "nearest": "Nearest k pixels"},
     readme=(".. segmentation-table-start", ".. segmentation-table-end"),
     readme_tables=("The network on each target pixel", "Post-accuracy % on the target pixel",
                    "Mean distance (pixels) of the selected pixels to the target",
