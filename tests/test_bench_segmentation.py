@@ -64,3 +64,35 @@ def test_one_pixel_is_the_network_s_probability_of_that_pixel():
         p = torch.sigmoid(model(X)[:, 100])
         np.testing.assert_allclose(segmentation.OnePixel(model, 100)(X).numpy(),
                                    torch.stack([1 - p, p], 1).numpy(), rtol=1e-6)
+
+
+def test_the_stored_records_render_the_readme_tables():
+    text = bench.main(["segmentation", "--render",
+                       str(bench.README.parent / "benchmarks" / "results" / "segmentation_full.json")])
+    readme = bench.README.read_text(encoding="utf-8")
+    block = readme.split(".. segmentation-table-start\n\n")[1].split(
+        "\n\n.. segmentation-table-end")[0]
+    shown = [".. table::" + table.rstrip("\n") for table in block.split(".. table::")[1:]]
+    assert [table.splitlines()[0] for table in shown] == [
+        f".. table:: {title}" for title in segmentation.STUDY.readme_tables]
+    for table in shown:  # each README table is the render's, cell for cell
+        assert table in text
+
+
+def test_the_stored_full_run_is_local_and_within_the_fit_budget():
+    path = bench.README.parent / "benchmarks" / "results" / "segmentation_full.json"
+    records = json.loads(path.read_text(encoding="utf-8"))["records"]
+    assert not [r for r in records if r["metric"] == "error"]
+    by_cell = {}
+    for r in records:
+        if r["method"] and r["metric"] in ("distance", "fit_s"):
+            by_cell.setdefault((r["dataset"], r["k"], r["method"], r["metric"]), []).append(
+                r["value"])
+    cells = {(dataset, k) for dataset, k, _, _ in by_cell}
+    assert len(cells) == 12  # 3 target pixels x k = 5, 10, 50, 100
+    for dataset, k in cells:
+        sointer = np.mean(by_cell[(dataset, k, "sointer", "distance")])
+        assert len(by_cell[(dataset, k, "sointer", "distance")]) == 3  # seeds
+        assert sointer < np.mean(by_cell[(dataset, k, "random", "distance")]) - 1.0
+        # the budget: a fit in 15 minutes on one CPU thread
+        assert max(by_cell[(dataset, k, "sointer", "fit_s")]) < 15 * 60
