@@ -10,9 +10,11 @@ energy network learns how the 576 outputs go together, and its interpreter keeps
 image, the ``k`` input pixels from which the network still labels the target pixel as it
 does on the whole image. The held-out digits below show the target pixel (cyan cross) and
 the selected pixels (orange) for ``k = 10`` and ``k = 50``: they gather around the target,
-inside the network's 11 x 11 receptive field. The network's agreement with itself on the
-target pixel from the selected pixels alone (left-out pixels black) is printed next to that
-of random pixels.
+inside the network's 11 x 11 receptive field (3 and 6 pixels from it on average, random
+pixels 9). The network's agreement with itself on the target pixel from the selected pixels
+alone (left-out pixels black) is printed next to that of random pixels: with this short fit
+(1,500 images, 10 epochs), 50 pixels keep the label on about 70 % of the images, 10 no
+better than random ones (the benchmark's longer fits keep it on 78 to 87 % at k = 10).
 """
 
 # %%
@@ -34,9 +36,9 @@ from sk_sointer.metrics import random_masks
 
 torch.set_num_threads(1)
 torch.manual_seed(0)
-n_train = 200 if FAST else 600
-fcn_epochs = 1 if FAST else 6
-max_epochs = 1 if FAST else 6
+n_train = 200 if FAST else 1500
+fcn_epochs = 1 if FAST else 10
+max_epochs = 1 if FAST else 10
 
 X, Y = load_digit_segmentation(return_images=True)  # (5000, 24, 24) inputs and masks
 X = X.astype(np.float32)
@@ -85,7 +87,7 @@ def fit(k):
     explainer = SOInterExplainer(
         target=target, k=k, baseline="zero", gradient="relaxed", fill="baseline",
         energy_masks=2, energy=EnergyNet(loss="pseudolikelihood", max_epochs=2),
-        max_epochs=max_epochs, batch_size=100, random_state=0)
+        max_epochs=max_epochs, random_state=0)
     return explainer.fit(X_train, black_box=black_box)
 
 
@@ -95,12 +97,21 @@ def kept_answer(masks):
     return np.mean((black_box.predict(masked)[:, 12 * 24 + 12] > 0.5) == full)
 
 
+def distance(masks):
+    """Mean distance, in pixels, of the kept pixels to the target."""
+    rows, cols = np.nonzero(masks.reshape(-1, 24, 24).sum(axis=0))
+    weights = masks.reshape(-1, 24, 24).sum(axis=0)[rows, cols]
+    return np.average(np.hypot(rows - target[0], cols - target[1]), weights=weights)
+
+
 explained = {}
 for k in (10, 50):
     explained[k] = fit(k).transform(X_test)
     random = random_masks(len(X_test), 576, k, random_state=0)
     print(f"k = {k}: SOInter's pixels keep the label on {kept_answer(explained[k]):.3f} of "
-          f"the images, random pixels on {kept_answer(random):.3f}")
+          f"the images (random pixels: {kept_answer(random):.3f}) and lie "
+          f"{distance(explained[k]):.1f} pixels from the target "
+          f"(random pixels: {distance(random):.1f})")
 
 # %%
 # Draw the target pixel and the selected pixels over held-out digits
