@@ -14,7 +14,7 @@ inside the network's 11 x 11 receptive field (3 and 6 pixels from it on average,
 pixels 9). The network's agreement with itself on the target pixel from the selected pixels
 alone (left-out pixels black) is printed next to that of random pixels: with this short fit
 (1,500 images, 10 epochs), 50 pixels keep the label on about 70 % of the images, 10 no
-better than random ones (the benchmark's longer fits keep it on 78 to 87 % at k = 10).
+better than random ones (the benchmark's longer fits keep it on 78 to 88 % at k = 10).
 """
 
 # %%
