@@ -30,7 +30,7 @@ from benchmarks.harness import report, study as studies  # noqa: E402
 from benchmarks.harness.registry import METHODS  # noqa: E402
 
 STUDIES = ("synthetic", "hardkuma", "images", "meed", "text", "structured", "cluster", "scale",
-           "tables", "tags")
+           "tables", "tags", "segmentation")
 README = Path(__file__).resolve().parents[1] / "README.rst"
 
 

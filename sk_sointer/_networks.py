@@ -225,6 +225,15 @@ class CNNSelector(BaseEstimator):
         Start the last (1 x 1) convolution at zero, so that every pixel starts with the same
         logit (see :class:`MLP`).
 
+    position_bias : bool, default=False
+        Add a learnt logit per pixel (per value), starting at zero, to the convolutions'.
+        Convolutions alone score a pattern the same wherever it lies; a selector for one
+        output at a fixed place (SOInter explaining one pixel of a segmentation) must score
+        pixels by where they are. On a 10 x 10 segmentation whose pixels read their 3 x 3
+        neighbourhood, SOInter's pixels (k = 5, 10 epochs) lay 3.1 pixels from the target
+        without it, 1.0 with it and 0.9 with an MLP selector; two coordinate channels
+        (CoordConv) instead of the bias gave 2.7.
+
     Examples
     --------
     >>> import torch
@@ -236,11 +245,13 @@ class CNNSelector(BaseEstimator):
     torch.Size([5, 49])
     """
 
-    def __init__(self, channels=(32, 32), kernel_size=3, activation="relu", zero_output=True):
+    def __init__(self, channels=(32, 32), kernel_size=3, activation="relu", zero_output=True,
+                 position_bias=False):
         self.channels = channels
         self.kernel_size = kernel_size
         self.activation = activation
         self.zero_output = zero_output
+        self.position_bias = position_bias
 
     def __call__(self, in_features, out_features, input_shape=None, groups=None):
         in_channels, height, width = _image_input(self, in_features, input_shape)
@@ -261,6 +272,8 @@ class CNNSelector(BaseEstimator):
             in_channels = int(units)
         last = nn.Conv2d(in_channels, out_channels, 1)
         layers += [last, nn.Flatten()]
+        if self.position_bias:
+            layers.append(_PositionBias(out_channels * height * width))
         module = nn.Sequential(*layers)
         _glorot_init(module, self.activation)
         if self.zero_output:
@@ -272,6 +285,17 @@ class CNNSelector(BaseEstimator):
 
     def __sklearn_is_fitted__(self):
         return True
+
+
+class _PositionBias(nn.Module):
+    """A learnt logit per position, added to the flat logits (zero at the start)."""
+
+    def __init__(self, n_values):
+        super().__init__()
+        self.bias = nn.Parameter(torch.zeros(n_values))
+
+    def forward(self, x):
+        return x + self.bias
 
 
 class _GroupMean(nn.Module):
@@ -615,3 +639,23 @@ class _Energy(nn.Module):
         """Energies of every row with every configuration of a shared table ``phi`` of
         shape ``(K, F)``: ``(B, K)``."""
         return -self.local(x) @ phi.T - self._global(phi)
+
+    def flip_energies(self, x, phi):
+        """Energies of the 0/1 encodings ``phi`` (``(B, F)``) and of every encoding one
+        column away (column ``j`` flipped): ``(B,)`` and ``(B, F)``.
+
+        Both terms are cheap to move by one column: the local term is linear in ``phi``,
+        and the global term's first layer too, so a flip shifts its pre-activations by one
+        column of its weights; ``(B, F, global_units)`` values instead of the ``(B, F, F)``
+        flipped encodings."""
+        coefficients = self.local(x)
+        change = 1.0 - 2.0 * phi  # what a flip adds to each column
+        local = -(coefficients * phi).sum(-1)
+        flipped = local.unsqueeze(1) - coefficients * change
+        if self.interaction is None:
+            return local, flipped
+        first, activation, last = self.interaction
+        hidden = first(phi)
+        moved = hidden.unsqueeze(1) + change.unsqueeze(2) * first.weight.T
+        return (local - last(activation(hidden)).squeeze(-1),
+                flipped - last(activation(moved)).squeeze(-1))

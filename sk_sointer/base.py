@@ -173,6 +173,13 @@ class _SkorchEstimatorMixin:
     def _check_params(self, problem):
         """Check parameters that depend on the data; subclasses extend it."""
 
+    def _output_target(self, layout, spec):
+        """The index of the output a method explains, ``None`` for all of them: ``target``
+        as given by default (validated by ``OutputSpec.select``); a method that takes it in
+        another form (SOInter's pixels) resolves it from the rows' ``layout`` and the
+        outputs' ``spec``."""
+        return getattr(self, "target", None)
+
     def _pretrain(self, problem, X, X_scaled, targets):
         """A training phase before the net is built (none by default). ``X`` holds the rows in
         their own units (for the black box), ``X_scaled`` as the networks see them."""
@@ -197,7 +204,7 @@ class _SkorchEstimatorMixin:
         )
         masker = Masker(self.baseline, layout.groups, tokens=tokens).fit(X)
         model, targets, spec = self._resolve_targets(X, y, black_box, row_shape, tokens)
-        spec = spec.select(getattr(self, "target", None)).fitted(targets)
+        spec = spec.select(self._output_target(layout, spec)).fitted(targets)
         problem = Problem(layout, masker, spec, model)
         self._check_params(problem)
         self.layout_ = layout

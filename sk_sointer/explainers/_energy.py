@@ -9,16 +9,26 @@ model's structure (how outputs depend on each other) off such a network.
 A configuration is a vector of output codes (a class index per output, 0/1 per label). The
 networks see it encoded as ``phi(y)``: per output one column per value (one column, the
 label, for a binary output), then the products of the columns of every pair of outputs,
-so that an energy linear in ``phi`` can still couple outputs.
+so that an energy linear in ``phi`` can still couple outputs. With hundreds of outputs the
+pairs are too many (576 binary outputs, a 24 x 24 segmentation, give 165,600), and the
+encoding keeps the unary columns only (``encoding="unary"``): the outputs are then coupled
+by the energy network's global term alone, a low-rank interaction (see
+:class:`~sk_sointer.EnergyMLP`).
 
-Two losses, on a set of candidate configurations per row:
+Three losses, on a set of candidate configurations per row:
 
 - ``"likelihood"``: the cross-entropy of ``q(y | x)`` at the model's configuration, the
   candidates being every configuration when there are at most ``max_configurations`` of
   them (exact), else the model's configuration, its neighbours (one output changed) and
   ``n_candidates`` random ones;
 - ``"value"``: Deep Value Network regression (Gygli et al., 2017): ``sigmoid(-E(x, y))``
-  fitted to the oracle value ``1 - Hamming(y, y_model) / n_outputs`` of each candidate.
+  fitted to the oracle value ``1 - Hamming(y, y_model) / n_outputs`` of each candidate;
+- ``"pseudolikelihood"``: for every output, the cross-entropy of its conditional
+  distribution ``q(y_i | y_-i, x)``, the other outputs at the model's configuration,
+  against the model's probabilities of that output (Besag's pseudo-likelihood). Its
+  candidates are the model's configuration and its neighbours only, and with a unary
+  encoding of binary outputs the energy network scores all the neighbours in closed form
+  (:meth:`EnergyModel.neighbour_energies`): the loss that scales to hundreds of outputs.
 """
 
 import itertools
@@ -45,9 +55,11 @@ class Configurations:
     ----------
     states : sequence of int
         Number of values of every output (>= 2).
+    pairs : bool, default=True
+        Append the products of the unary columns of every pair of outputs to the encoding.
     """
 
-    def __init__(self, states):
+    def __init__(self, states, pairs=True):
         self.states = tuple(int(s) for s in states)
         if not self.states or min(self.states) < 2:
             raise ValueError(f"every output needs at least 2 values; got states {self.states}.")
@@ -57,23 +69,18 @@ class Configurations:
         self.n_unary = int(sum(self.widths))
         owner = np.repeat(np.arange(len(self.states)), self.widths)
         first, second = np.triu_indices(self.n_unary, k=1)
-        keep = owner[first] != owner[second]  # pairs of columns of two different outputs
+        # pairs of columns of two different outputs (none without pairs)
+        keep = (owner[first] != owner[second]) & bool(pairs)
+        self.pairs = bool(pairs)
         self._pairs = (torch.as_tensor(first[keep], device="cpu"),
                        torch.as_tensor(second[keep], device="cpu"))
         self.n_encoding = self.n_unary + int(keep.sum())
         # Lookup tables on the CPU, whatever device is the default (loading builds on
         # torch's meta device); they move to the codes' device where used.
-        # Row ``offset_i + v`` of this table is the unary encoding of value v of output i.
-        self._state_offsets = torch.as_tensor(np.concatenate([[0], np.cumsum(self.states)[:-1]]),
-                                             device="cpu")
-        table = torch.zeros(sum(self.states), self.n_unary, device="cpu")
-        for i, (s, offset) in enumerate(zip(self.states, self.offsets)):
-            start = int(self._state_offsets[i])
-            if s == 2:
-                table[start + 1, offset] = 1.0
-            else:
-                table[start : start + s, offset : offset + s] = torch.eye(s, device="cpu")
-        self._unary = table
+        # Output i's value v sets one unary column, ``offsets[i] + v`` (a categorical
+        # output), or ``offsets[i]`` to v (a binary one); no two outputs share a column.
+        self._binary = torch.as_tensor([s == 2 for s in self.states], device="cpu")
+        self._columns = torch.as_tensor(self.offsets, dtype=torch.long, device="cpu")
 
     @property
     def n_outputs(self):
@@ -96,9 +103,16 @@ class Configurations:
     def encode(self, codes):
         """``phi(y)`` of configurations ``codes`` (``(..., n_outputs)`` int): unary columns,
         then the products of the unary columns of every pair of outputs, float32."""
-        unary_table = self._unary.to(codes.device)
-        rows = codes + self._state_offsets.to(codes.device)
-        unary = unary_table[rows].sum(-2)
+        binary = self._binary.to(codes.device)
+        # One column written per output: a lookup of a (sum(states), n_unary) table summed
+        # over outputs built (..., n_outputs, n_unary) first, 680 million values for a
+        # batch of 1,024 pairs of configurations of 576 outputs.
+        columns = self._columns.to(codes.device) + torch.where(binary, 0, codes)
+        values = torch.where(binary, codes, 1).float()
+        unary = torch.zeros(*codes.shape[:-1], self.n_unary, device=codes.device)
+        unary.scatter_(-1, columns, values)
+        if not self.pairs:
+            return unary
         first, second = (index.to(codes.device) for index in self._pairs)
         return torch.cat([unary, unary[..., first] * unary[..., second]], dim=-1)
 
@@ -117,6 +131,10 @@ class Configurations:
         """``n`` configurations drawn uniformly, ``(n, n_outputs)``."""
         columns = [torch.randint(s, (n,), device=device, generator=generator) for s in self.states]
         return torch.stack(columns, dim=1)
+
+
+# Beyond this many outputs, encoding="auto" leaves the pairs out (see EnergyNet's encoding).
+_MAX_PAIRWISE_OUTPUTS = 64
 
 
 class EnergyNet(BaseEstimator):
@@ -139,8 +157,17 @@ class EnergyNet(BaseEstimator):
     states : tuple of int, default=None
         Number of values of each output; by default one more than the largest code seen
         by ``fit`` for each output (at least 2).
-    loss : {"likelihood", "value"}, default="likelihood"
-        Training objective (see the module's documentation).
+    loss : {"likelihood", "value", "pseudolikelihood"}, default="likelihood"
+        Training objective (see the module's documentation). ``"pseudolikelihood"`` is
+        used whether or not the configurations are enumerated.
+    encoding : {"auto", "pairwise", "unary"}, default="auto"
+        How the networks see a configuration: unary columns and the products of every pair
+        of outputs' columns (``"pairwise"``), or the unary columns only (``"unary"``: the
+        outputs interact through the energy network's global term). ``"auto"``: pairwise
+        up to 64 outputs (2,080 columns for binary ones), unary beyond: at 576 binary
+        outputs the pairwise encoding has 166,176 columns, the default energy network 19.5
+        million weights, and one step of the likelihood loss took 5.8 s per row on one CPU
+        thread (about 16 hours an epoch on 2,000 rows and their masked copies).
     max_configurations : int, default=1024
         Train and predict on every joint configuration when there are at most this many
         (ten binary outputs); beyond, train on sampled candidates and predict by coordinate
@@ -164,13 +191,14 @@ class EnergyNet(BaseEstimator):
         Width of the rows the network reads.
     """
 
-    def __init__(self, module=EnergyMLP(), *, states=None, loss="likelihood",
+    def __init__(self, module=EnergyMLP(), *, states=None, loss="likelihood", encoding="auto",
                  max_configurations=1024, n_candidates=32, max_epochs=50, batch_size=128,
                  lr=1e-3, optimizer=torch.optim.Adam, train_split=None, callbacks=None,
                  device="cpu", verbose=0):
         self.module = module
         self.states = states
         self.loss = loss
+        self.encoding = encoding
         self.max_configurations = max_configurations
         self.n_candidates = n_candidates
         self.max_epochs = max_epochs
@@ -204,7 +232,9 @@ class EnergyNet(BaseEstimator):
         return self
 
     def _net(self, in_features, states):
-        self.configurations_ = Configurations(states)
+        pairs = self.encoding == "pairwise" or (
+            self.encoding == "auto" and len(states) <= _MAX_PAIRWISE_OUTPUTS)
+        self.configurations_ = Configurations(states, pairs=pairs)
         self.in_features_ = int(in_features)
         return EnergyModel(
             self.module, configurations=self.configurations_, in_features=self.in_features_,
@@ -227,8 +257,12 @@ class EnergyNet(BaseEstimator):
         return self.net_.predict_proba(X)
 
     def _check_targets(self, y, X):
-        if self.loss not in ("likelihood", "value"):
-            raise ValueError(f"loss should be 'likelihood' or 'value'; got {self.loss!r}.")
+        if self.loss not in ("likelihood", "value", "pseudolikelihood"):
+            raise ValueError("loss should be 'likelihood', 'value' or 'pseudolikelihood'; got "
+                             f"{self.loss!r}.")
+        if self.encoding not in ("auto", "pairwise", "unary"):
+            raise ValueError("encoding should be 'auto', 'pairwise' or 'unary'; got "
+                             f"{self.encoding!r}.")
         if not isinstance(self.max_configurations, Integral) or self.max_configurations < 1:
             raise ValueError("max_configurations should be a positive int.")
         if y is None:
@@ -301,6 +335,8 @@ class EnergyModel(PortableNet, NeuralNet):
     def candidate_loss(self, X, codes, proba=None):
         """The training loss on rows ``X`` whose model configurations are ``codes`` (and,
         when known, per-output probabilities ``proba``)."""
+        if self.loss == "pseudolikelihood":
+            return self.pseudolikelihood_loss(X, codes, proba)
         if proba is not None and self.exact:
             log_marginals = self.log_marginals(X)
             return -torch.cat(log_marginals, dim=1).mul(proba).sum(1).mean()
@@ -328,6 +364,45 @@ class EnergyModel(PortableNet, NeuralNet):
         value = 1.0 - (candidates != codes.unsqueeze(1)).float().mean(-1)
         value = value.expand_as(energies)
         return F.binary_cross_entropy_with_logits(-energies, value)
+
+    def pseudolikelihood_loss(self, X, codes, proba=None):
+        """Mean over rows and outputs of the cross-entropy of ``q(y_i | y_-i = codes_-i, x)``
+        against the model's probabilities of output ``i`` (``proba``; one-hot ``codes``
+        without them)."""
+        configurations = self.configurations
+        if proba is None:
+            proba = torch.cat([F.one_hot(codes[:, i], s).float()
+                               for i, s in enumerate(configurations.states)], dim=1)
+        energies = self.conditional_energies(X, codes)
+        log_conditionals = torch.cat([torch.log_softmax(-e, dim=1) for e in energies], dim=1)
+        return -(log_conditionals * proba).sum(1).mean() / configurations.n_outputs
+
+    def neighbour_energies(self, X, codes):
+        """``E(x, y)`` of the configurations ``codes`` and of their neighbours (one output
+        changed, in :meth:`Configurations.neighbours`' order): ``(B,)`` and ``(B, C)``.
+
+        For binary outputs in a unary encoding, a neighbour flips one column of
+        ``phi(y)``, which a module with ``flip_energies`` (:class:`~sk_sointer.EnergyMLP`'s)
+        scores without building the ``(B, n_outputs, n_outputs)`` neighbours."""
+        configurations = self.configurations
+        phi = configurations.encode(codes)
+        if self._flips:
+            return self.module_.flip_energies(X, phi)
+        return self.module_(X, phi), self.energy(X, configurations.neighbours(codes))
+
+    def conditional_energies(self, X, codes):
+        """Per output ``i``, ``E(x, [v, codes_-i])`` for each of its values ``v``: a list of
+        ``(B, states[i])`` tensors (the conditional ``q(y_i | y_-i, x)`` is their softmin)."""
+        states = self.configurations.states
+        own, neighbours = self.neighbour_energies(X, codes)
+        energies = torch.cat([own.unsqueeze(1), neighbours], dim=1)
+        out, start = [], 1  # neighbours of output i: shifts 1 .. s - 1 from column start
+        for i, s in enumerate(states):
+            shift = (torch.arange(s, device=X.device) - codes[:, i : i + 1]) % s
+            column = torch.where(shift == 0, 0, start + shift - 1)
+            out.append(energies.gather(1, column))
+            start += s - 1
+        return out
 
     def train_step_single(self, batch, **fit_params):
         self.module_.train()
@@ -370,6 +445,8 @@ class EnergyModel(PortableNet, NeuralNet):
         if self.exact:
             table, phi = self._table(X.device)
             return table[self.module_.table(X, phi).argmin(dim=1)]
+        if self._flips:
+            return self._descend(X)
         configurations = self.configurations
         codes = torch.zeros(len(X), configurations.n_outputs, dtype=torch.long, device=X.device)
         for _ in range(20):
@@ -380,6 +457,38 @@ class EnergyModel(PortableNet, NeuralNet):
                 codes[:, i] = self.energy(X, options).argmin(dim=1)
             if torch.equal(codes, before):
                 break
+        return codes
+
+    @property
+    def _flips(self):
+        """Whether the module scores every one-output change at once (binary outputs in a
+        unary encoding, a module with ``flip_energies``)."""
+        configurations = self.configurations
+        return (not configurations.pairs and max(configurations.states) == 2
+                and hasattr(self.module_, "flip_energies"))
+
+    def _descend(self, X):
+        """Descent on the energy from the all-zero configuration by flips: in each step,
+        every output whose flip alone lowers the energy is flipped if the energy falls
+        when they all are, else the best one alone, until no flip lowers it. With hundreds
+        of outputs a sweep of coordinate descent runs the network once per output; a step
+        here runs it twice for all of them."""
+        configurations = self.configurations
+        codes = torch.zeros(len(X), configurations.n_outputs, dtype=torch.long, device=X.device)
+        rows = torch.arange(len(X), device=X.device)
+        for _ in range(2 * configurations.n_outputs):
+            own, flipped = self.module_.flip_energies(X, configurations.encode(codes))
+            gain = flipped - own.unsqueeze(1)
+            better = gain < 0
+            active = better.any(dim=1)
+            if not active.any():
+                break
+            together = torch.where(better, 1 - codes, codes)
+            best = codes.clone()
+            best[rows, gain.argmin(dim=1)] ^= 1
+            falls = self.energy(X, together) < own
+            step = torch.where(falls.unsqueeze(1), together, best)
+            codes = torch.where(active.unsqueeze(1), step, codes)
         return codes
 
     def log_marginals(self, X):
@@ -402,6 +511,9 @@ class EnergyModel(PortableNet, NeuralNet):
         if self.exact:
             return [log_marginal.exp() for log_marginal in self.log_marginals(X)]
         codes = self.argmin(X)
+        if self._flips:
+            return [torch.softmax(-energies, dim=1)
+                    for energies in self.conditional_energies(X, codes)]
         return [torch.softmax(-self.value_energies(X, codes, i), dim=1)
                 for i in range(configurations.n_outputs)]
 

@@ -219,9 +219,13 @@ class SOInterExplainer(BaseExplainer):
 
     Parameters
     ----------
-    target : int, default=0
+    target : int or pair of ints, default=0
         Index of the output to explain, among the model's outputs (the columns of a
-        multi-label ``predict_proba``, the estimators of a ``MultiOutputClassifier``).
+        multi-label ``predict_proba``, the estimators of a ``MultiOutputClassifier``). For
+        a model with one output per pixel of its input image (a segmentation model, its
+        outputs in the pixels' row-major order), a ``(row, col)`` pair names the pixel:
+        output ``row * width + col``. A pair needs image rows (images, or flat rows with
+        ``image_shape``).
 
     k : int, default=4
         Number of features (or feature groups) selected per row (all of them, with a
@@ -399,6 +403,17 @@ class SOInterExplainer(BaseExplainer):
     sees k-hot masked rows. :meth:`score` is the model's agreement on the target output
     between masked and full rows.
 
+    Hundreds of outputs (a segmentation model, one output per pixel): the energy network
+    then reads the outputs' unary encoding, the pairs of outputs left out (``EnergyNet``'s
+    ``encoding="auto"`` does so beyond 64 outputs; at 576 they would be 165,600 columns),
+    and should be fitted by pseudo-likelihood, ``energy=EnergyNet(loss="pseudolikelihood")``,
+    whose one-output changes the default energy network scores in closed form. On a 24 x 24
+    segmentation network (``benchmarks/studies/segmentation.py``, k = 10, 5 epochs) the
+    masks kept the target pixel's label on 85 %% of held-out rows with ``fill="baseline"``
+    and ``energy_masks=2``, on 13 %% with the defaults (``fill="draws"``; 33 s against
+    14 s a fit); ``gradient="relaxed"`` did as well as the score function (87 %%), in half
+    the time an epoch.
+
     Departures from the paper, each measured on E1/E2 (``doc/tuning.rst`` in the source
     repository): the energy network is fitted to the model's per-output probabilities (the
     cross-entropy of its marginals) rather than to its labels alone, on masked rows whose
@@ -418,7 +433,7 @@ class SOInterExplainer(BaseExplainer):
 
     _parameter_constraints: dict = {
         **BaseExplainer._parameter_constraints,
-        "target": [Integral],
+        "target": [Integral, tuple, list],
         "k": [Interval(Integral, 1, None, closed="left")],
         "tau": [Interval(Real, 0, None, closed="neither")],
         "selector": [callable],
@@ -477,6 +492,31 @@ class SOInterExplainer(BaseExplainer):
         self.objective_ = self.objective
         if self.objective == "auto":
             self.objective_ = "marginal" if n_configurations <= limit else "joint"
+
+    def _output_target(self, layout, spec):
+        target = self.target
+        if not isinstance(target, (tuple, list)):
+            return target
+        if len(target) != 2 or not all(
+                isinstance(i, (Integral, np.integer)) and not isinstance(i, bool) for i in target):
+            raise ValueError(f"target as a pixel should be a pair of ints (row, col); got "
+                             f"{target!r}.")
+        if layout.image_shape is None:
+            raise ValueError(
+                f"target={target!r} names a pixel, which needs image rows: X of shape "
+                "(n_samples, height, width) or (n_samples, channels, height, width), or flat "
+                "rows with image_shape=(height, width). Pass an int output index otherwise.")
+        height, width = layout.image_shape[1:]
+        if spec.n_outputs != height * width:
+            raise ValueError(
+                f"target={target!r} names a pixel, so the black box should have one output "
+                f"per pixel of the {height} x {width} images ({height * width}); it has "
+                f"{spec.n_outputs}. Pass an int output index.")
+        row, col = (int(i) for i in target)
+        if not (0 <= row < height and 0 <= col < width):
+            raise ValueError(f"target={target!r} is outside the {height} x {width} images: row "
+                             f"should be in [0, {height - 1}] and col in [0, {width - 1}].")
+        return row * width + col
 
     def _energy_template(self):
         return EnergyNet() if self.energy is None else self.energy
