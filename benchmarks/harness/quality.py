@@ -6,6 +6,7 @@ import numpy as np
 from sk_sointer import metrics
 
 from .data import EXPLAIN_SEED
+from .study import Metric, percent
 
 # What :func:`evaluate` reports of any mask set, of ranked features (their scores) and of
 # our explainers (their masks of noisy copies of the rows).
@@ -13,6 +14,21 @@ MASK_ENTRIES = ("fidelity_kept", "fidelity_removed", "road_kept", "road_removed"
                 "features_per_row")
 CURVE_ENTRIES = ("insertion_auc", "deletion_auc")
 OUR_ENTRIES = (*MASK_ENTRIES, *CURVE_ENTRIES, "mask_change")
+# Rows from which fitting ours once costs less than a per-row peer (a derived metric).
+BREAK_EVEN = "break_even_rows"
+# How the studies show evaluate's entries and the break-even rows.
+EVALUATION_METRICS = {
+    "fidelity_kept": percent("Fidelity\nkept", ""),
+    "fidelity_removed": percent("Fidelity\nremoved", ""),
+    "road_kept": percent("ROAD\nkept", ""), "road_removed": percent("ROAD\nremoved", ""),
+    "deletion_auc": percent("Deletion\nAUC", ""),
+    "insertion_auc": percent("Insertion\nAUC", ""),
+    "seed_agreement": percent("Seed\nagreement", ""),
+    "mask_change": percent("Mask\nchange", ""),
+    "features_per_row": Metric("Features\na row", fmt=".1f"),
+    "features_per_row_std": Metric("Features a\nrow, std", fmt=".1f"),
+    BREAK_EVEN: Metric("Break-even\nrows", fmt=",.0f"),
+}
 
 
 def mask_quality(spec, data, masks, evaluator):

@@ -28,14 +28,14 @@ from ..harness.data import DATASETS, TRAIN_SEED, prepare as prepare_data
 from sk_sointer import metrics
 
 from ..harness.ours import masks_with_seed
-from ..harness.quality import CURVE_ENTRIES, MASK_ENTRIES, OUR_ENTRIES, evaluation, mask_quality
+from ..harness.quality import (BREAK_EVEN, CURVE_ENTRIES, EVALUATION_METRICS, MASK_ENTRIES,
+                               OUR_ENTRIES, evaluation, mask_quality)
 from ..harness.registry import METHODS, method_names
 from ..harness.study import Metric, Study, Table, percent, records_of, seeded, summarize
 
 PEER_SAMPLES = {"shap_nsamples": 200, "captum_kernel_shap_samples": 200}
 # evaluate's insertion and deletion curves: steps; mask_change: noisy copies of a row.
 EVALUATION = {"eval_steps": 10, "n_perturbations": 5}
-BREAK_EVEN = "break_even_rows"
 PROFILES = {
     "fast": dict(n_train=2_000, n_explain=200, n_timing=10_000, n_black_box=None,
                  timing_repeats=7, seeds=1, lime_num_samples=500, **PEER_SAMPLES, **EVALUATION,
@@ -193,16 +193,7 @@ STUDY = Study(
         "own_acc": Metric("Own predictor", "acc. %", 100, ".1f"),
         "own_agreement": Metric("Own predictor", "= black box %", 100, ".1f"),
         "posthoc_acc": Metric("Post-hoc", "acc. %", 100, ".1f"),
-        # evaluate's entries (sk_sointer.metrics.evaluate)
-        "fidelity_kept": percent("Fidelity\nkept", ""),
-        "fidelity_removed": percent("Fidelity\nremoved", ""),
-        "road_kept": percent("ROAD\nkept", ""), "road_removed": percent("ROAD\nremoved", ""),
-        "deletion_auc": percent("Deletion\nAUC", ""),
-        "insertion_auc": percent("Insertion\nAUC", ""),
-        "seed_agreement": percent("Seed\nagreement", ""),
-        "mask_change": percent("Mask\nchange", ""),
-        "features_per_row": Metric("Features\na row", fmt=".1f"),
-        BREAK_EVEN: Metric("Break-even\nrows", fmt=",.0f"),
+        **EVALUATION_METRICS,  # evaluate's entries (sk_sointer.metrics.evaluate)
     },
     tables=(
         Table("Synthetic data sets",

@@ -78,7 +78,8 @@ from ..harness import quality, report, study
 from ..harness.data import EXPLAIN_SEED, TRAIN_SEED, fit_evaluator
 from ..harness.ours import build_explainer, recorded_params
 from ..harness.peers import topk_of_abs
-from ..harness.quality import CURVE_ENTRIES, MASK_ENTRIES, OUR_ENTRIES
+from ..harness.quality import (BREAK_EVEN, CURVE_ENTRIES, EVALUATION_METRICS, MASK_ENTRIES,
+                               OUR_ENTRIES)
 from ..harness.registry import METHODS as REGISTRY
 from ..harness.study import Metric, Study, Table, percent, seeded
 from ..harness.timing import best_time, elapsed
@@ -434,8 +435,6 @@ def measure(pair, dataset, method, seed, profile, device, k, **labels):
 # ---------------------------
 
 GAPS = ("gap_global", "gap_kernel_shap", "eval_x_gap_kernel_shap", "gap_random")
-# Rows from which fitting ours once costs less than KernelSHAP a row (a derived metric).
-BREAK_EVEN = "break_even_rows"
 # Each gap of ours at a k: our metric, the other method and its metric.
 _GAPS_AT_K = {"gap_global": ("fidelity", GLOBAL, "fidelity"),
               "gap_kernel_shap": ("fidelity", "shap_kernel", "fidelity"),
@@ -585,17 +584,7 @@ STUDY = Study(
         "explain_ms_per_row": Metric("ms / row"),
         "fails": Metric("Failing", cell=lambda values: f"{int(sum(values))} / {len(values)}"),
         "black_box_score": percent("Black box score\n(accuracy, R²)", ""),
-        # evaluate's entries (sk_sointer.metrics.evaluate)
-        "fidelity_kept": percent("Fidelity\nkept", ""),
-        "fidelity_removed": percent("Fidelity\nremoved", ""),
-        "road_kept": percent("ROAD\nkept", ""), "road_removed": percent("ROAD\nremoved", ""),
-        "deletion_auc": percent("Deletion\nAUC", ""),
-        "insertion_auc": percent("Insertion\nAUC", ""),
-        "seed_agreement": percent("Seed\nagreement", ""),
-        "mask_change": percent("Mask\nchange", ""),
-        "features_per_row": Metric("Features\na row", fmt=".1f"),
-        "features_per_row_std": Metric("Features a\nrow, std", fmt=".1f"),
-        BREAK_EVEN: Metric("Break-even\nrows", fmt=",.0f"),
+        **EVALUATION_METRICS,  # evaluate's entries (sk_sointer.metrics.evaluate)
     },
     tables=(
         _per_method("Fidelity (points)", "fidelity", mean_row=True),
