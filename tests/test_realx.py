@@ -141,7 +141,7 @@ def test_predictor_sees_only_random_masks_and_selector_never_trains_it(xor_rows)
     predictor_now = _params(net.predictor_)
     grads_before = [None if p.grad is None else p.grad.clone()
                     for p in net.predictor_.parameters()]
-    net._selector_update(X_t.to(net.device), targets.to(net.device))
+    net.run_update(net.selector_updates()[-1], X_t.to(net.device), targets.to(net.device))
     assert all(torch.equal(a, b) for a, b in zip(_params(net.predictor_), predictor_now))
     for param, grad in zip(net.predictor_.parameters(), grads_before):
         assert (param.grad is None) == (grad is None)
@@ -149,7 +149,7 @@ def test_predictor_sees_only_random_masks_and_selector_never_trains_it(xor_rows)
             assert torch.equal(param.grad, grad)
     selector_now = _params(net.module_)
     assert any(not torch.equal(a, b) for a, b in zip(selector_now, selector_before))
-    net.predictor_step(X_t.to(net.device), targets.to(net.device))
+    net.run_update(net.predictor_update(), X_t.to(net.device), targets.to(net.device))
     assert all(torch.equal(a, b) for a, b in zip(_params(net.module_), selector_now))
 
 

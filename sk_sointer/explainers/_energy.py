@@ -40,12 +40,11 @@ import torch.nn.functional as F
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNet
-from skorch.dataset import unpack_data
 from skorch.utils import to_tensor
 
 from .._networks import EnergyMLP, build_network
 from .._utils import PortableNet, _store_params
-from ._net import index_batches
+from ._net import Update, UpdateSteps, index_batches
 
 
 class Configurations:
@@ -291,7 +290,7 @@ class EnergyNet(BaseEstimator):
 
 
 
-class EnergyModel(PortableNet, NeuralNet):
+class EnergyModel(UpdateSteps, PortableNet, NeuralNet):
     """The skorch net of an :class:`EnergyNet`: the energy network (``module_``), its
     training losses and its inference over configurations.
 
@@ -404,23 +403,24 @@ class EnergyModel(PortableNet, NeuralNet):
             start += s - 1
         return out
 
-    def train_step_single(self, batch, **fit_params):
-        self.module_.train()
-        loss = self.candidate_loss(*self._batch(batch))
-        loss.backward()
-        return {"loss": loss, "y_pred": None}
+    def updates(self):
+        return [Update(self._training_loss, self.optimizer_, (self.module_,),
+                       training=(self.module_,))]
+
+    def _training_loss(self, X, targets):
+        loss = self.candidate_loss(*self._batch(X, targets))
+        return loss, {"loss": loss.detach(), "y_pred": None}
 
     def validation_step(self, batch, **fit_params):
         self.module_.eval()
         with torch.no_grad():
-            loss = self.candidate_loss(*self._batch(batch))
+            loss = self.candidate_loss(*self._batch(*self.batch_tensors(batch)))
         return {"loss": loss, "y_pred": None}
 
-    def _batch(self, batch):
-        """``(X, codes, proba)`` of a batch; ``proba`` is None when fitted on codes."""
-        X, targets = unpack_data(batch)
-        X = to_tensor(X, device=self.device).float()
-        targets = to_tensor(targets, device=self.device)
+    def _batch(self, X, targets):
+        """``(X, codes, proba)`` of a batch's tensors; ``proba`` is None when fitted on
+        codes."""
+        X = X.float()
         if targets.is_floating_point():
             return X, self.codes_of(targets), targets
         return X, targets.long(), None

@@ -30,7 +30,7 @@ from .._docstrings import fill_doc
 from .._networks import MLP
 from ..base import TOKENS_CONSTRAINT, BaseExplainer
 from ..distributions import HardKumaraswamy, open_gate_probability, open_logit
-from ._net import set_mode
+from ._net import Update
 from ._random_mask import PredictorFirstNet, log_likelihood
 
 
@@ -167,25 +167,25 @@ class HardKumaNet(PredictorFirstNet):
             return None
         return (X[:, : self.n_features] != 0).to(X.dtype)
 
-    def selector_step(self, X, targets):
-        joint = self.predictor_masks == "joint"
-        set_mode(self.module_, True)
+    def selector_updates(self):
+        trained = (self.module_, self.constraint_)
+        if self.predictor_masks == "joint":  # the paper's model: one loss trains both
+            return [Update(self._selector_loss, (self.optimizer_, self.predictor_optimizer_),
+                           (self.module_, self.predictor_),
+                           training=(*trained, self.predictor_))]
         # A fixed predictor runs in evaluation mode: its batch statistics stay those of the
         # random masks it was trained on.
-        set_mode(self.predictor_, joint)
-        set_mode(self.constraint_, True)
+        return [Update(self._selector_loss, self.optimizer_, (self.module_,),
+                       training=trained, evaluation=(self.predictor_,))]
+
+    def _selector_loss(self, X, targets):
         gates = self.gates(X)
         task = -log_likelihood(self, self.predictor_, X, gates.rsample(), targets).mean()
         rates = self.rates(X, gates)
         loss = task + self.constraint_(rates)
-        if joint:  # the paper's model: one loss trains both networks
-            self.step((self.optimizer_, self.predictor_optimizer_), loss, self.module_,
-                      self.predictor_)
-        else:
-            self.step(self.optimizer_, loss, self.module_)
-        self.history.record_batch("selection_rate", float(rates[0].detach()))
-        self.history.record_batch("multiplier", float(self.constraint_.multipliers[0]))
-        return {"loss": loss.detach(), "y_pred": None}
+        records = {"selection_rate": rates[0].detach(),
+                   "multiplier": self.constraint_.multipliers[0].detach()}
+        return loss, {"loss": loss.detach(), "y_pred": None, "records": records}
 
     def selector_validation_loss(self, X, targets):
         gates = self.gates(X)

@@ -42,7 +42,7 @@ from .._utils import _store_params, in_chunks
 from ..base import BaseExplainer
 from .._topk import topk_mask
 from ..distributions import SubsetConcrete
-from ._net import SelectorJudgeNet, set_mode
+from ._net import SelectorJudgeNet, Update, set_mode
 
 # Share of the prior spread evenly over the groups, so that no group is impossible to
 # sample in the first epoch (a pixel of value 0 has gradient x input 0).
@@ -86,27 +86,34 @@ class MEEDNet(SelectorJudgeNet):
         self.approximators_optimizer_ = self.optimizer(*groups, **options)
         return self
 
-    def train_step(self, batch, **fit_params):
-        X, targets = self.batch_tensors(batch)
+    def updates(self):
+        modules = (self.module_, self.approximator_, self.adversary_)
+        return [
+            # (a) the approximators, on masks of the fixed explainer (eq. 7).
+            Update(self._approximators_loss, self.approximators_optimizer_,
+                   (self.approximator_, self.adversary_), training=modules),
+            # (b) the explainer, with fresh noise, against the fixed approximators (eq. 8).
+            Update(self._explainer_loss, self.optimizer_, (self.module_,), training=modules),
+        ]
+
+    def _approximators_loss(self, X, targets):
         targets, log_prior = self._split(targets)
-        for module in (self.module_, self.approximator_, self.adversary_):
-            set_mode(module, True)
-        # (a) the approximators, on masks of the fixed explainer (eq. 7).
         with torch.no_grad():
             logits = self.module_(X)
         mask = self._sample(logits, log_prior)
         loss = (self._fidelity(X, mask, targets)
                 + self.w_u * self._infidelity(X, mask, targets, adversarial=False))
-        self.step(self.approximators_optimizer_, loss, self.approximator_, self.adversary_)
-        # (b) the explainer, with fresh noise, against the fixed approximators (eq. 8).
+        return loss, None
+
+    def _explainer_loss(self, X, targets):
+        targets, log_prior = self._split(targets)
         logits = self.module_(X)
         mask = self._sample(logits, log_prior)
         loss = (self._fidelity(X, mask, targets)
                 + self.w_u * self._infidelity(X, mask, targets, adversarial=True))
         if self.prior_weight and log_prior is not None:
             loss = loss + self.prior_weight * self._prior_term(logits, log_prior)
-        self.step(self.optimizer_, loss, self.module_)
-        return {"loss": loss.detach(), "y_pred": logits.detach()}
+        return loss, {"loss": loss.detach(), "y_pred": logits.detach()}
 
     def validation_step(self, batch, **fit_params):
         X, targets = self.batch_tensors(batch)

@@ -20,17 +20,17 @@ they all share, so that a method's module holds its maths and little else:
   and the configuration).
 """
 
+import copy
 import math
 import warnings
-
-import copy
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 import torch
 from skorch import NeuralNet
 from skorch.callbacks import Callback
-from skorch.dataset import Dataset, unpack_data
-from skorch.utils import to_tensor
+from skorch.dataset import Dataset, get_len, unpack_data
+from skorch.utils import TeeGenerator, to_tensor
 from torch.utils.data import Subset
 
 from .._networks import build_network
@@ -40,7 +40,117 @@ from .._topk import topk_mask
 from ..distributions import GumbelTopK
 
 
-class SelectorJudgeNet(PortableNet, NeuralNet):
+class Update(NamedTuple):
+    """One optimisation of a training step.
+
+    ``loss(X, targets)`` returns ``(objective, record)``: the objective that ``optimizer``
+    (or each of a tuple of optimizers) descends on the parameters of ``modules`` alone, and
+    what the step reports (skorch's ``{"loss": ..., "y_pred": ...}``, detached, optionally
+    with ``"records"``: more device scalars for the history), or None. ``training`` and
+    ``evaluation`` are the modules put in each mode before the loss runs.
+
+    A loss is tensor work on the device and nothing else: no copy to or from the host, no
+    Python number read off a tensor, no branch on a tensor's value. It is what
+    ``torch.compile(fullgraph=True)`` compiles whole and what a CUDA graph can capture.
+    """
+
+    loss: Callable
+    optimizer: Any
+    modules: tuple
+    training: tuple = ()
+    evaluation: tuple = ()
+
+
+class UpdateSteps:
+    """Mixed into the package's skorch nets: a training step made of :class:`Update` s, and
+    epochs that leave the step's numbers on the device.
+
+    A net lists its step's updates in :meth:`updates` (read again at every step, so they
+    may depend on the epoch); :meth:`train_step` runs them in order. An epoch sums nothing
+    on the host: each batch's recorded values stay device tensors in the history until the
+    epoch ends, and are then copied to the host at once (one synchronisation an epoch, not
+    one a batch), as the floats skorch would have recorded.
+    """
+
+    def updates(self):
+        """The updates of one training step, in order (a list of :class:`Update`)."""
+        raise NotImplementedError
+
+    def batch_tensors(self, batch):
+        """``(X, targets)`` of a batch as tensors on the net's device."""
+        X, targets = unpack_data(batch)
+        return to_tensor(X, device=self.device), to_tensor(targets, device=self.device)
+
+    def train_step(self, batch, **fit_params):
+        X, targets = self.batch_tensors(batch)
+        record = None
+        for update in self.updates():
+            out = self.run_update(update, X, targets, batch=batch)
+            record = out if out is not None else record
+        return record
+
+    def run_update(self, update, X, targets, *, batch=None):
+        """Run one :class:`Update` on a batch's tensors; returns its record."""
+        for module in update.training:
+            set_mode(module, True)
+        for module in update.evaluation:
+            set_mode(module, False)
+        objective, out = update.loss(X, targets)
+        self.step(update.optimizer, objective, *update.modules)
+        self.notify("on_grad_computed", batch=batch, training=True,
+                    named_parameters=TeeGenerator(_named_parameters(update.modules)))
+        return out
+
+    @staticmethod
+    def step(optimizer, loss, *modules):
+        """Step ``optimizer`` (or each of a tuple of optimizers) on the gradient of ``loss``
+        with respect to the parameters of ``modules`` only: other modules' ``.grad`` stay
+        untouched, so a loss meant for one network can never train another."""
+        params = [p for module in modules for p in module.parameters() if p.requires_grad]
+        grads = torch.autograd.grad(loss, params, allow_unused=True)
+        for param, grad in zip(params, grads):
+            param.grad = grad  # replaces, so nothing from a previous step accumulates
+        for one in optimizer if isinstance(optimizer, tuple) else (optimizer,):
+            one.step()
+
+    def run_single_epoch(self, iterator, training, prefix, step_fn, **fit_params):
+        """skorch's epoch, whose batch rows hold the step's device tensors until the epoch
+        ends; then one copy turns them all into floats (see the class)."""
+        if iterator is None:
+            return
+        n_batches = 0
+        for batch in iterator:
+            self.notify("on_batch_begin", batch=batch, training=training)
+            step = step_fn(batch, **fit_params)
+            self.history.record_batch(prefix + "_loss", step["loss"].detach())
+            self.history.record_batch(
+                prefix + "_batch_size",
+                get_len(batch[0]) if isinstance(batch, (tuple, list)) else get_len(batch))
+            for name, value in step.get("records", {}).items():
+                self.history.record_batch(name, value.detach())
+            self.notify("on_batch_end", batch=batch, training=training, **step)
+            n_batches += 1
+        self.history.record(prefix + "_batch_count", n_batches)
+        _batch_values_to_host(self.history[-1]["batches"])
+
+
+def _named_parameters(modules):
+    for index, module in enumerate(modules):
+        yield from module.named_parameters(prefix=str(index))
+
+
+def _batch_values_to_host(batches):
+    """Replace every tensor in the batch rows by its float, in one copy."""
+    places = [(row, name) for row in batches for name, value in row.items()
+              if isinstance(value, torch.Tensor)]
+    if not places:
+        return
+    values = torch.stack([row[name].reshape(()).float() for row, name in places]).tolist()
+    for (row, name), value in zip(places, values):
+        row[name] = value
+
+
+class SelectorJudgeNet(UpdateSteps, PortableNet, NeuralNet):
     """Base skorch net: a selector (``module_``) and the judges of its masks.
 
     Parameters
@@ -137,18 +247,6 @@ class SelectorJudgeNet(PortableNet, NeuralNet):
         groups, options = self.get_params_for_optimizer(prefix, module.named_parameters())
         return self.optimizer(*groups, **options)
 
-    @staticmethod
-    def step(optimizer, loss, *modules):
-        """Step ``optimizer`` (or each of a tuple of optimizers) on the gradient of ``loss``
-        with respect to the parameters of ``modules`` only: other modules' ``.grad`` stay
-        untouched, so a loss meant for one network can never train another."""
-        params = [p for module in modules for p in module.parameters() if p.requires_grad]
-        grads = torch.autograd.grad(loss, params, allow_unused=True)
-        for param, grad in zip(params, grads):
-            param.grad = grad  # replaces, so nothing from a previous step accumulates
-        for one in optimizer if isinstance(optimizer, tuple) else (optimizer,):
-            one.step()
-
     def set_modes(self, training):
         """Put the selector, the judges and the criterion in training (or evaluation) mode,
         skipping those already entirely in it.
@@ -163,15 +261,20 @@ class SelectorJudgeNet(PortableNet, NeuralNet):
             if isinstance(module, torch.nn.Module):
                 set_mode(module, training)
 
-    # skorch's three steps, with the modes set by set_modes.
+    # skorch's steps, with the modes set by set_modes.
 
-    def train_step_single(self, batch, **fit_params):
-        self.set_modes(True)
-        X, y = unpack_data(batch)
-        y_pred = self.infer(X, **fit_params)
-        loss = self.get_loss(y_pred, y, X=X, training=True)
-        loss.backward()
-        return {"loss": loss, "y_pred": y_pred}
+    def updates(self):
+        """One update of every module on skorch's loss of :meth:`infer` (a method with
+        its own step lists its own updates)."""
+        modules = tuple(self.state_modules().values())
+        trained = tuple(m for m in modules if isinstance(m, torch.nn.Module))
+        return [Update(self.infer_loss, self.optimizer_, trained, training=trained)]
+
+    def infer_loss(self, X, targets):
+        """skorch's training loss of :meth:`infer` on a batch, with the step's record."""
+        y_pred = self.infer(X)
+        loss = self.get_loss(y_pred, targets, X=X, training=True)
+        return loss, {"loss": loss.detach(), "y_pred": y_pred.detach()}
 
     def validation_step(self, batch, **fit_params):
         self.set_modes(False)
@@ -193,11 +296,6 @@ class SelectorJudgeNet(PortableNet, NeuralNet):
         holds arrays, skorch's DataLoader otherwise."""
         batches = index_batches(self, dataset, training, on_device=self.data_on_device)
         return batches if batches is not None else super().get_iterator(dataset, training=training)
-
-    def batch_tensors(self, batch):
-        """``(X, targets)`` of a batch as tensors on the net's device."""
-        X, targets = unpack_data(batch)
-        return to_tensor(X, device=self.device), to_tensor(targets, device=self.device)
 
     def masked(self, X, group_masks):
         """What a judge sees: ``m(x, s)`` for a mask over groups, mask appended if asked.
@@ -460,10 +558,12 @@ class ModelJudgedNet(SelectorJudgeNet):
         weight = self._imitation_weight()
         if weight > 0:
             targets = torch.as_tensor(self.imitate[index], device=logits.device)
-            has = targets.sum(dim=1) > 0
-            if has.any():
-                log_p = torch.log_softmax(logits[has], dim=1)
-                loss = loss - weight * (targets[has] * log_p).sum(dim=1).mean() / self.k
+            # The mean over the rows that have a target (none: no term), without asking
+            # the device which rows those are.
+            has = (targets.sum(dim=1) > 0).to(logits.dtype)
+            log_p = torch.log_softmax(logits, dim=1)
+            imitation = ((targets * log_p).sum(dim=1) * has).sum() / has.sum().clamp_min(1)
+            loss = loss - weight * imitation / self.k
         self.step(self.optimizer_, loss, self.module_)
         return {"loss": costs.mean(), "y_pred": None}
 

@@ -13,7 +13,7 @@ import math
 import torch
 
 from .._outputs import output_loss
-from ._net import SelectorJudgeNet, set_mode
+from ._net import SelectorJudgeNet, Update
 
 
 def random_masks(n_rows, n_groups, device):
@@ -33,8 +33,8 @@ def random_mask_loss(net, predictor, X, targets):
     return -log_likelihood(net, predictor, X, masks, targets).mean()
 
 
-def predictor_step(net, predictor, optimizer, X, targets, lr_factor):
-    """One optimisation step of the random-mask predictor; returns the detached loss.
+def predictor_update(net, predictor, optimizer, lr_factor):
+    """The :class:`~sk_sointer.explainers._net.Update` of the random-mask predictor.
 
     Only ``predictor``'s parameters move, so a selector never does here, and the predictor
     is never stepped on a selector's masks. The learning rate is the optimizer's initial
@@ -42,12 +42,12 @@ def predictor_step(net, predictor, optimizer, X, targets, lr_factor):
     """
     for group in optimizer.param_groups:
         group["lr"] = group.setdefault("base_lr", group["lr"]) * lr_factor
-    set_mode(predictor, True)
-    optimizer.zero_grad()
-    loss = random_mask_loss(net, predictor, X, targets)
-    loss.backward()
-    optimizer.step()
-    return loss.detach()
+
+    def loss(X, targets):
+        value = random_mask_loss(net, predictor, X, targets)
+        return value, {"loss": value.detach(), "y_pred": None}
+
+    return Update(loss, optimizer, (predictor,), training=(predictor,))
 
 
 def cosine_factor(epoch, n_epochs):
@@ -64,7 +64,7 @@ class JudgeNet(SelectorJudgeNet):
     """skorch net training ``module_`` alone as a judge of masked rows.
 
     With ``masks="random"`` (EVAL-X's evaluator) every step draws random Bernoulli(0.5)
-    masks and runs :func:`predictor_step`, the learning rate decaying (cosine) over
+    masks and runs :func:`predictor_update`, the learning rate decaying (cosine) over
     ``max_epochs``. With ``masks="given"`` (the FS-A / FU-A of
     :func:`~sk_sointer.metrics.approximator_accuracy`) the net is fed the standardised
     rows followed by their 0/1 feature masks, and the judge learns on the rows masked so.
@@ -78,17 +78,16 @@ class JudgeNet(SelectorJudgeNet):
         self.masks = masks
         super().__init__(module, **kwargs)
 
-    def train_step(self, batch, **fit_params):
-        X, targets = self.batch_tensors(batch)
+    def updates(self):
         if self.masks == "random":
             factor = cosine_factor(self.epoch, self.max_epochs)
-            loss = predictor_step(self, self.module_, self.optimizer_, X, targets, factor)
-        else:
-            set_mode(self.module_, True)
-            loss = self._given_mask_loss(X, targets)
-            self.step(self.optimizer_, loss, self.module_)
-            loss = loss.detach()
-        return {"loss": loss, "y_pred": None}
+            return [predictor_update(self, self.module_, self.optimizer_, factor)]
+
+        def loss(X, targets):
+            value = self._given_mask_loss(X, targets)
+            return value, {"loss": value.detach(), "y_pred": None}
+
+        return [Update(loss, self.optimizer_, (self.module_,), training=(self.module_,))]
 
     def validation_step(self, batch, **fit_params):
         X, targets = self.batch_tensors(batch)
@@ -113,8 +112,8 @@ class PredictorFirstNet(SelectorJudgeNet):
     the net's optimizer class and ``lr``; ``predictor_optimizer__*`` options apply to the
     predictor's alone). In epochs ``1 .. predictor_epochs`` (:meth:`predictor_phase`) the
     predictor trains alone on random masks, its learning rate decaying (cosine) over
-    :meth:`predictor_decay_epochs`; in later epochs the method's ``selector_step(X,
-    targets)`` runs. Validation scores the random-mask loss in the predictor phase and the
+    :meth:`predictor_decay_epochs`; in later epochs the method's
+    ``selector_updates()`` run. Validation scores the random-mask loss in the predictor phase and the
     method's ``selector_validation_loss(X, targets)`` after it, every module in evaluation
     mode. A subclass writes those two, each returning ``{"loss": ..., "y_pred": ...}``.
     """
@@ -140,17 +139,15 @@ class PredictorFirstNet(SelectorJudgeNet):
         """The epochs over which the predictor's learning rate decays."""
         return self.predictor_epochs
 
-    def predictor_step(self, X, targets):
-        """One random-mask step of the predictor (:func:`predictor_step`)."""
+    def predictor_update(self):
+        """The random-mask update of the predictor (:func:`predictor_update`)."""
         factor = cosine_factor(self.epoch, self.predictor_decay_epochs())
-        return predictor_step(self, self.predictor_, self.predictor_optimizer_, X, targets,
-                              factor)
+        return predictor_update(self, self.predictor_, self.predictor_optimizer_, factor)
 
-    def train_step(self, batch, **fit_params):
-        X, targets = self.batch_tensors(batch)
+    def updates(self):
         if self.predictor_phase():
-            return {"loss": self.predictor_step(X, targets), "y_pred": None}
-        return self.selector_step(X, targets)
+            return [self.predictor_update()]
+        return self.selector_updates()
 
     def validation_step(self, batch, **fit_params):
         X, targets = self.batch_tensors(batch)

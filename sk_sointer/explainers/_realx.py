@@ -26,7 +26,7 @@ from .._docstrings import fill_doc
 from .._networks import MLP
 from ..base import TOKENS_CONSTRAINT, BaseExplainer
 from ..distributions import HardKumaraswamy, RebarBernoulli
-from ._net import set_mode
+from ._net import Update
 from ._random_mask import PredictorFirstNet, log_likelihood
 
 
@@ -58,11 +58,16 @@ class RealXNet(PredictorFirstNet):
         # The predictor's learning rate decays over the epochs in which it trains.
         return self.predictor_epochs if self.schedule == "sequential" else self.max_epochs
 
-    def selector_step(self, X, targets):
+    def selector_updates(self):
+        selector = Update(self._rebar_loss if self.relaxation == "rebar" else self._gate_loss,
+                          self.optimizer_, (self.module_,), training=(self.module_,),
+                          # A fixed predictor runs in evaluation mode: its batch statistics
+                          # must come from the random masks it was trained on, not from the
+                          # selector's masks (the reference code uses training mode here).
+                          evaluation=(self.predictor_,))
         if self.schedule == "alternating":
-            self.predictor_step(X, targets)
-        loss, logits = self._selector_update(X, targets)
-        return {"loss": loss, "y_pred": logits}
+            return [self.predictor_update(), selector]
+        return [selector]
 
     def selections(self, logits):
         """The selector's distribution over selections: REBAR's Bernoulli, or Hard
@@ -79,15 +84,8 @@ class RealXNet(PredictorFirstNet):
         loss = (-log_lik + self.alpha * selections.scores.mean(dim=1)).mean()
         return {"loss": loss, "y_pred": logits}
 
-    def _selector_update(self, X, targets):
+    def _rebar_loss(self, X, targets):
         """One REBAR step of the selector against the fixed predictor (Algorithm 1)."""
-        if self.relaxation == "hardkuma":
-            return self._gate_step(X, targets)
-        set_mode(self.module_, True)
-        # Evaluation mode: batch statistics of the predictor must come from the random masks
-        # it was trained on, not from the selector's masks (the reference code uses
-        # training mode here).
-        set_mode(self.predictor_, False)
         logits = self.module_(X)
         selection = self.selections(logits)
         draw = selection.rebar_sample()  # eqs. 8-10
@@ -101,32 +99,28 @@ class RealXNet(PredictorFirstNet):
         # eq. 11: score-function term with the conditional relaxation as control variate,
         # plus the reparameterised correction f(sigma(z/tau)) - f(sigma(z_tilde/tau)), minus
         # the sparsity penalty on the mean selection probability (the released code's form).
+        # The selector's masks must never train the predictor (REAL-X would turn into a
+        # jointly trained method): only the selector steps on this loss.
         surrogate = (
             (f_hard - f_conditional).detach() * selection.log_prob(draw.hard)
             + f_relaxed
             - f_conditional
             - self.alpha * sparsity
         )
-        # The selector's masks must never train the predictor (REAL-X would turn into a
-        # jointly trained method): only the selector steps on this loss.
-        self.step(self.optimizer_, -surrogate.mean(), self.module_)
         objective = (-f_hard.detach() + self.alpha * sparsity.detach()).mean()
-        return objective, logits.detach()
+        return -surrogate.mean(), {"loss": objective, "y_pred": logits.detach()}
 
-    def _gate_step(self, X, targets):
-        """One step of the selector through Hard Kumaraswamy gates (``relaxation=
-        "hardkuma"``): the gates are reparameterised, so the gradient of
-        ``E[log q_pred(y | m(x, h))] - alpha * mean_j P(h_j != 0)`` is taken through one
-        sample, without a control variate."""
-        set_mode(self.module_, True)
-        set_mode(self.predictor_, False)  # as in the REBAR step
+    def _gate_loss(self, X, targets):
+        """The selector's loss through Hard Kumaraswamy gates (``relaxation="hardkuma"``):
+        the gates are reparameterised, so the gradient of ``E[log q_pred(y | m(x, h))] -
+        alpha * mean_j P(h_j != 0)`` is taken through one sample, without a control
+        variate."""
         logits = self.module_(X)
         gates = self.selections(logits)
         log_lik = log_likelihood(self, self.predictor_, X, gates.rsample(), targets)
         sparsity = gates.scores.mean(dim=1)
         objective = (-log_lik + self.alpha * sparsity).mean()
-        self.step(self.optimizer_, objective, self.module_)
-        return objective.detach(), logits.detach()
+        return objective, {"loss": objective.detach(), "y_pred": logits.detach()}
 
 
 @fill_doc

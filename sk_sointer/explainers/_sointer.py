@@ -34,7 +34,7 @@ from ..base import BaseExplainer
 from .._topk import topk_mask
 from ..distributions import SubsetConcrete
 from ._energy import EnergyNet
-from ._net import SelectorJudgeNet, score_function_loss
+from ._net import SelectorJudgeNet, Update, score_function_loss
 
 
 class SOInterNet(SelectorJudgeNet):
@@ -91,23 +91,40 @@ class SOInterNet(SelectorJudgeNet):
         draw per row, for the rows the interpreter sees (``net_input``)."""
         return self.masker.expand(self.group_masks(net_input, self.k, sample=sample))
 
-    def train_step(self, batch, **fit_params):
-        X, index = self.batch_tensors(batch)
-        self.module_.train()
-        self.energy.module_.eval()
+    def updates(self):
+        # The energy network judges the interpreter in evaluation mode.
+        modes = dict(training=(self.module_,), evaluation=(self.energy.module_,))
+        if not (self.energy_refit and self.per_batch_query):
+            return [Update(self._interpreter_loss, self.optimizer_, (self.module_,), **modes)]
+        # With a refit, the energy network then steps on the rows masked by the
+        # interpreter's step and the model's outputs on them.
+        queried = {}
+
+        def interpreter_loss(X, index):
+            surrogate, out, queried["hard"], queried["proba"] = self._interpreter_step(X, index)
+            return surrogate, out
+
+        def refit_loss(X, index):
+            rows = self.masked(X, queried["hard"])
+            proba = queried["proba"]
+            return self.energy.candidate_loss(rows, self.energy.codes_of(proba), proba), None
+
+        return [Update(interpreter_loss, self.optimizer_, (self.module_,), **modes),
+                Update(refit_loss, self.energy_optimizer_, (self.energy.module_,),
+                       training=(self.energy.module_,))]
+
+    def _interpreter_loss(self, X, index):
+        return self._interpreter_step(X, index)[:2]
+
+    def _interpreter_step(self, X, index):
+        """The interpreter's loss on a batch, the step's record, and the hard group masks
+        of the step with the model's outputs on them (None without the per-batch query)."""
         if self.gradient == "score":
             surrogate, hinge, hard, masked_proba = self.score_function_loss(X, index)
         else:
             hinge, hard, masked_proba = self.hinge(X, index, training=True)
             surrogate = hinge.mean()
-        self.step(self.optimizer_, surrogate, self.module_)
-        loss = hinge.mean()
-        if self.energy_refit and masked_proba is not None:
-            rows = self.masked(X, hard)
-            self.energy.module_.train()
-            refit = self.energy.candidate_loss(rows, self.energy.codes_of(masked_proba), masked_proba)
-            self.step(self.energy_optimizer_, refit, self.energy.module_)
-        return {"loss": loss.detach(), "y_pred": None}
+        return surrogate, {"loss": hinge.mean().detach(), "y_pred": None}, hard, masked_proba
 
     def validation_step(self, batch, **fit_params):
         self.module_.eval()
@@ -162,14 +179,15 @@ class SOInterNet(SelectorJudgeNet):
         ``masks`` (relaxed or hard; ``hard`` their k-hot version, on which the model is
         queried per batch), and the model's outputs on those rows (None without the
         per-batch query)."""
-        index = index[:, 0].cpu().numpy()
-        full = torch.as_tensor(self.full_codes_[index], device=X.device)
+        index = index[:, 0]
+        full = self.full_codes_[index]
         masked_proba = None
         if self.per_batch_query:
-            masked_proba = torch.as_tensor(self.query(index, hard.cpu().numpy()), device=X.device)
+            masked_proba = torch.as_tensor(
+                self.query(index.cpu().numpy(), hard.cpu().numpy()), device=X.device)
             masked_codes = self.energy.codes_of(masked_proba)
         else:
-            masked_codes = torch.as_tensor(self.masked_codes_[index], device=X.device)
+            masked_codes = self.masked_codes_[index]
         rows = self.masked(X, masks)
         t = self.target
         kept = full[:, t : t + 1]
@@ -639,10 +657,10 @@ class Requery(Callback):
         self.net_input = self.full_codes = None
 
     def on_train_begin(self, net, **kwargs):
-        net.full_codes_ = self.full_codes
+        net.full_codes_ = _on_device(self.full_codes, net)
         if self.mode != "batch":
             masks = net.interpreter_masks(self.net_input, sample=self.mode == "sample")
-            net.masked_codes_ = net.model_codes(masks)
+            net.masked_codes_ = _on_device(net.model_codes(masks), net)
 
     def on_epoch_end(self, net, **kwargs):
         target, full = net.target, self.full_codes[:, net.target]
@@ -662,7 +680,13 @@ class Requery(Callback):
             masked = topk
             if self.mode == "sample":
                 masked = net.model_codes(net.interpreter_masks(self.net_input, sample=True))
-            net.masked_codes_ = masked
+            net.masked_codes_ = _on_device(masked, net)
             net.history.record("flip_rate", float(np.mean(masked[:, target] != full)))
         net.history.record("topk_flip_rate", topk_rate)
         net.history.record("kept_flip_rate", rate)
+
+
+def _on_device(codes, net):
+    """The model's codes (an ndarray) as a tensor on the net's device, which the training
+    steps index there."""
+    return torch.as_tensor(codes, device=net.device)
