@@ -123,6 +123,19 @@ class OutputSpec:
             columns["categorical"],
         )
 
+    def kind_columns(self, device):
+        """:attr:`column_kinds` with its index tensors on ``device``, copied there once."""
+        cache = self.__dict__.setdefault("_on_device", {})
+        if device not in cache:
+            bernoulli, real, categorical = self.column_kinds
+            cache[device] = ColumnKinds(bernoulli.to(device), real.to(device), categorical)
+        return cache[device]
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.pop("_on_device", None)  # device copies are rebuilt where the spec loads
+        return state
+
     @property
     def n_states(self):
         """Number of values of every discrete output (classes; 2 for a Bernoulli output).
@@ -362,17 +375,17 @@ def output_loss(predicted, target, spec, reduction="mean"):
     cross-entropy of a Bernoulli output, and the squared error of a real output (on
     standardised values).
     """
-    bernoulli, real, categorical = spec.column_kinds
+    bernoulli, real, categorical = spec.kind_columns(predicted.device)
     per_row = predicted.new_zeros(predicted.shape[0])
     for start, stop in categorical:
         per_row = per_row - (target[:, start:stop] * F.log_softmax(predicted[:, start:stop], 1)).sum(1)
     if bernoulli.numel():
-        columns = bernoulli.to(predicted.device)
+        columns = bernoulli
         per_row = per_row + F.binary_cross_entropy_with_logits(
             predicted[:, columns], target[:, columns], reduction="none"
         ).sum(1)
     if real.numel():
-        columns = real.to(predicted.device)
+        columns = real
         per_row = per_row + ((predicted[:, columns] - target[:, columns]) ** 2).sum(1)
     return per_row.mean() if reduction == "mean" else per_row
 
@@ -380,17 +393,18 @@ def output_loss(predicted, target, spec, reduction="mean"):
 def output_values(predicted, spec):
     """A network's raw outputs in the black box's scale: probabilities, or values in the
     target's own units."""
-    bernoulli, real, categorical = spec.column_kinds
+    bernoulli, real, categorical = spec.kind_columns(predicted.device)
     values = predicted.clone()
     for start, stop in categorical:
         values[:, start:stop] = torch.softmax(predicted[:, start:stop], dim=1)
     if bernoulli.numel():
-        columns = bernoulli.to(predicted.device)
+        columns = bernoulli
         values[:, columns] = torch.sigmoid(predicted[:, columns])
     if real.numel() and spec.center is not None:
-        columns = real.to(predicted.device)
-        center = torch.as_tensor(spec.center[real.numpy()], dtype=values.dtype, device=values.device)
-        scale = torch.as_tensor(spec.scale[real.numpy()], dtype=values.dtype, device=values.device)
+        columns = real
+        real = spec.column_kinds.real.numpy()
+        center = torch.as_tensor(spec.center[real], dtype=values.dtype, device=values.device)
+        scale = torch.as_tensor(spec.scale[real], dtype=values.dtype, device=values.device)
         values[:, columns] = predicted[:, columns] * scale + center
     return values
 

@@ -6,6 +6,7 @@ sample of a (nearly) discrete mask, and, where it has one, a mode used at explan
 
 import functools
 import math
+from numbers import Real
 from typing import NamedTuple
 
 import torch
@@ -53,7 +54,6 @@ class SubsetConcrete(Distribution):
     tensor([[1., 1., 0., 0.]])
     """
 
-    arg_constraints = {"temperature": constraints.positive, "logits": constraints.real_vector}
     support = constraints.independent(constraints.unit_interval, 1)
     has_rsample = True
 
@@ -65,16 +65,22 @@ class SubsetConcrete(Distribution):
             raise ValueError(f"k should be in [1, n_features = {n_features}]; got {k}.")
         self.k = int(k)
         self.logits = logits
-        self.temperature, _ = broadcast_all(temperature, logits[..., :1])
-        self.temperature = self.temperature.squeeze(-1)
+        self.temperature = _temperature(temperature, logits[..., :1], validate_args)
+        if isinstance(self.temperature, torch.Tensor):
+            self.temperature = self.temperature.squeeze(-1)
         super().__init__(logits.shape[:-1], logits.shape[-1:], validate_args=validate_args)
+
+    @property
+    def arg_constraints(self):
+        return _arg_constraints(self, {"temperature": constraints.positive,
+                                       "logits": constraints.real_vector})
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(SubsetConcrete, _instance)
         batch_shape = torch.Size(batch_shape)
         new.k = self.k
         new.logits = self.logits.expand(batch_shape + self.event_shape)
-        new.temperature = self.temperature.expand(batch_shape)
+        new.temperature = _expand_temperature(self.temperature, batch_shape)
         super(SubsetConcrete, new).__init__(batch_shape, self.event_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new
@@ -82,7 +88,7 @@ class SubsetConcrete(Distribution):
     def rsample(self, sample_shape=torch.Size()):
         shape = self._extended_shape(sample_shape)
         gumbel = gumbel_noise(shape[:-1] + (self.k,) + shape[-1:], self.logits)
-        temperature = self.temperature[..., None, None]
+        temperature = _trailing(self.temperature, 2)
         concrete = torch.softmax((self.logits.unsqueeze(-2) + gumbel) / temperature, dim=-1)
         return concrete.amax(dim=-2)
 
@@ -90,6 +96,37 @@ class SubsetConcrete(Distribution):
     def mode(self):
         """The k-hot mask of the k largest logits (the explanation, L2X §3.4)."""
         return topk_mask(self.logits, self.k)
+
+
+def _temperature(temperature, like, validate_args):
+    """A relaxation's temperature: a Python number stays one (a kernel divides by it
+    without a tensor copied to the device every step, and with nothing to check there); a
+    tensor is broadcast against ``like``."""
+    if isinstance(temperature, Real) and not isinstance(temperature, bool):
+        temperature = float(temperature)
+        validate = Distribution._validate_args if validate_args is None else validate_args
+        if validate and not temperature > 0:
+            raise ValueError(f"temperature should be positive; got {temperature}.")
+        return temperature
+    return broadcast_all(temperature, like)[0]
+
+
+def _arg_constraints(distribution, all_constraints):
+    """The constraints to validate: a number temperature was checked when given."""
+    if isinstance(distribution.temperature, float):
+        return {name: c for name, c in all_constraints.items() if name != "temperature"}
+    return all_constraints
+
+
+def _expand_temperature(temperature, shape):
+    return temperature if isinstance(temperature, float) else temperature.expand(shape)
+
+
+def _trailing(temperature, n_dims):
+    """``temperature`` with ``n_dims`` trailing axes to broadcast against (a number as is)."""
+    if isinstance(temperature, float):
+        return temperature
+    return temperature.reshape(temperature.shape + (1,) * n_dims)
 
 
 class RebarSample(NamedTuple):
@@ -172,7 +209,6 @@ class RebarBernoulli(Distribution):
     torch.Size([1])
     """
 
-    arg_constraints = {"temperature": constraints.positive, "logits": constraints.real_vector}
     support = constraints.independent(constraints.boolean, 1)
     has_rsample = True
 
@@ -180,14 +216,19 @@ class RebarBernoulli(Distribution):
         if logits.dim() < 1:
             raise ValueError("logits should have at least one dimension (the features).")
         self.logits = logits
-        self.temperature, _ = broadcast_all(temperature, logits)
+        self.temperature = _temperature(temperature, logits, validate_args)
         super().__init__(logits.shape[:-1], logits.shape[-1:], validate_args=validate_args)
+
+    @property
+    def arg_constraints(self):
+        return _arg_constraints(self, {"temperature": constraints.positive,
+                                       "logits": constraints.real_vector})
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(RebarBernoulli, _instance)
         shape = torch.Size(batch_shape) + self.event_shape
         new.logits = self.logits.expand(shape)
-        new.temperature = self.temperature.expand(shape)
+        new.temperature = _expand_temperature(self.temperature, shape)
         super(RebarBernoulli, new).__init__(
             torch.Size(batch_shape), self.event_shape, validate_args=False
         )
@@ -521,8 +562,11 @@ class HardKumaraswamy(Distribution):
 
     def _log_survival(self, k):
         """``log(1 - F(k)) = b log(1 - k^a)`` for a constant or tensor ``k`` in (0, 1)."""
-        log_k = torch.log(torch.as_tensor(k, dtype=self.concentration1.dtype,
-                                          device=self.concentration1.device))
+        if isinstance(k, Real):  # a constant: no tensor copied to the device
+            log_k = math.log(k)
+        else:
+            log_k = torch.log(torch.as_tensor(k, dtype=self.concentration1.dtype,
+                                              device=self.concentration1.device))
         return self.concentration0 * _log1mexp(self.concentration1 * log_k)
 
     @property

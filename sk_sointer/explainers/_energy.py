@@ -32,6 +32,7 @@ Three losses, on a set of candidate configurations per row:
 """
 
 import itertools
+import math
 from numbers import Integral
 
 import numpy as np
@@ -80,6 +81,7 @@ class Configurations:
         # output), or ``offsets[i]`` to v (a binary one); no two outputs share a column.
         self._binary = torch.as_tensor([s == 2 for s in self.states], device="cpu")
         self._columns = torch.as_tensor(self.offsets, dtype=torch.long, device="cpu")
+        self._on_device = {}
 
     @property
     def n_outputs(self):
@@ -87,7 +89,20 @@ class Configurations:
 
     @property
     def n_configurations(self):
-        return int(np.prod([float(s) for s in self.states]))
+        return math.prod(self.states)
+
+    def _tables(self, device):
+        """The lookup tables on ``device``, copied there once: ``(binary, columns, first,
+        second)``."""
+        if device not in self._on_device:
+            tables = (self._binary, self._columns, *self._pairs)
+            self._on_device[device] = tuple(table.to(device) for table in tables)
+        return self._on_device[device]
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_on_device"] = {}  # device copies are rebuilt where the configurations load
+        return state
 
     def all(self):
         """Every configuration, ``(n_configurations, n_outputs)`` int64, in
@@ -96,23 +111,25 @@ class Configurations:
 
     def index(self, codes):
         """Position of configurations ``codes`` in :meth:`all` (mixed radix)."""
-        strides = np.concatenate([np.cumprod(self.states[::-1])[::-1][1:], [1]])
-        return (codes * torch.as_tensor(strides, device=codes.device)).sum(-1)
+        key = ("strides", codes.device)
+        if key not in self._on_device:  # enumerated configurations only: they fit in int64
+            strides = np.concatenate([np.cumprod(self.states[::-1])[::-1][1:], [1]])
+            self._on_device[key] = torch.as_tensor(strides, device=codes.device)
+        return (codes * self._on_device[key]).sum(-1)
 
     def encode(self, codes):
         """``phi(y)`` of configurations ``codes`` (``(..., n_outputs)`` int): unary columns,
         then the products of the unary columns of every pair of outputs, float32."""
-        binary = self._binary.to(codes.device)
+        binary, columns, first, second = self._tables(codes.device)
         # One column written per output: a lookup of a (sum(states), n_unary) table summed
         # over outputs built (..., n_outputs, n_unary) first, 680 million values for a
         # batch of 1,024 pairs of configurations of 576 outputs.
-        columns = self._columns.to(codes.device) + torch.where(binary, 0, codes)
+        columns = columns + torch.where(binary, 0, codes)
         values = torch.where(binary, codes, 1).float()
         unary = torch.zeros(*codes.shape[:-1], self.n_unary, device=codes.device)
         unary.scatter_(-1, columns, values)
         if not self.pairs:
             return unary
-        first, second = (index.to(codes.device) for index in self._pairs)
         return torch.cat([unary, unary[..., first] * unary[..., second]], dim=-1)
 
     def neighbours(self, codes):
@@ -130,6 +147,15 @@ class Configurations:
         """``n`` configurations drawn uniformly, ``(n, n_outputs)``."""
         columns = [torch.randint(s, (n,), device=device, generator=generator) for s in self.states]
         return torch.stack(columns, dim=1)
+
+
+def _logsumexp_by_value(terms, values, n_values):
+    """``log sum exp`` of the columns of ``terms`` (``(B, C)``) whose ``values`` (``(C,)``)
+    are ``v``, for every ``v`` below ``n_values``: ``(B, n_values)``. The other columns
+    enter each sum at -inf, so that no shape depends on the values (boolean indexing would
+    read them back from the device)."""
+    own = values == torch.arange(n_values, device=values.device).unsqueeze(1)
+    return torch.logsumexp(terms.unsqueeze(1).masked_fill(~own, float("-inf")), dim=2)
 
 
 # Beyond this many outputs, encoding="auto" leaves the pairs out (see EnergyNet's encoding).
@@ -496,11 +522,8 @@ class EnergyModel(UpdateSteps, PortableNet, NeuralNet):
         of ``(B, states[i])`` tensors."""
         table, phi = self._table(X.device)
         log_joint = torch.log_softmax(-self.module_.table(X, phi), dim=1)
-        return [
-            torch.stack([torch.logsumexp(log_joint[:, table[:, i] == v], dim=1) for v in range(s)],
-                        dim=1)
-            for i, s in enumerate(self.configurations.states)
-        ]
+        return [_logsumexp_by_value(log_joint, table[:, i], s)
+                for i, s in enumerate(self.configurations.states)]
 
     def marginals(self, X):
         """Per output, the probability of each value under ``q(y | x) ∝ exp(-E(x, y))``: a
@@ -531,9 +554,8 @@ class EnergyModel(UpdateSteps, PortableNet, NeuralNet):
         (enumerated configurations only)."""
         table, phi = self._table(X.device)
         energies = self.module_.table(X, phi)
-        values = table[:, output]
-        return torch.stack([-torch.logsumexp(-energies[:, values == v], dim=1)
-                            for v in range(self.configurations.states[output])], dim=1)
+        return -_logsumexp_by_value(-energies, table[:, output],
+                                    self.configurations.states[output])
 
     def predict(self, X):
         """The configuration of lowest energy per row, ``(n_samples, n_outputs)`` int64."""

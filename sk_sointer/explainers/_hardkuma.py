@@ -112,6 +112,7 @@ class HardKumaNet(PredictorFirstNet):
     def initialize_module(self):
         super().initialize_module()
         self.offset_ = open_logit(self.selection_rate)
+        self.open_threshold_ = open_gate_probability()
         self.pairs_ = None if self.pairs is None else torch.as_tensor(self.pairs,
                                                                       device=self.device)
         targets, two_sided = [self.selection_rate], [True]
@@ -131,7 +132,7 @@ class HardKumaNet(PredictorFirstNet):
         ``selection_rate``: a selector that starts with equal (zero) scores starts at the
         target rate, so the multipliers need not first drag the rate there (their growth
         on the way overshoots it), and weight decay pulls the rate towards the target."""
-        return HardKumaraswamy.from_logits(self.module_(X) + self.offset_)
+        return HardKumaraswamy.from_logits(self.module_(X) + self.offset_, validate_args=False)
 
     def rates(self, X, gates):
         """Constraint values of a batch: the fraction of non-zero test-time gates (with the
@@ -145,7 +146,7 @@ class HardKumaNet(PredictorFirstNet):
         # selector spread the last open gate over several uninformative ones, each too
         # unlikely to be open at test time (45.7 % for 50 % on the additive set).
         open_ = gates.prob_nonzero
-        test_time = (open_ > open_gate_probability()).to(open_.dtype)
+        test_time = (open_ > self.open_threshold_).to(open_.dtype)
         open_ = open_ + (test_time - open_).detach()
         valid = self._valid_groups(X)
         if valid is None:

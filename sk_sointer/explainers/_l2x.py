@@ -45,7 +45,7 @@ class L2XNet(SelectorJudgeNet):
         x = to_tensor(x, device=self.device)
         logits = self.module_(x)
         if self.module_.training:
-            mask = SubsetConcrete(self.tau, logits, self.k).rsample()
+            mask = SubsetConcrete(self.tau, logits, self.k, validate_args=False).rsample()
         else:
             mask = topk_mask(logits, self.k)
         return self.approximator_(self.masked(x, mask))

@@ -141,7 +141,8 @@ class MEEDNet(SelectorJudgeNet):
         return (m * logits + log_prior) / (m + 1)
 
     def _sample(self, logits, log_prior):
-        return SubsetConcrete(self.tau, self._sampler_logits(logits, log_prior), self.k).rsample()
+        logits = self._sampler_logits(logits, log_prior)
+        return SubsetConcrete(self.tau, logits, self.k, validate_args=False).rsample()
 
     def _prior_term(self, logits, log_prior):
         """eq. 13: the mean absolute gap between ``softmax(s)`` and the (fixed) faded

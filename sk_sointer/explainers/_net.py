@@ -76,6 +76,12 @@ class UpdateSteps:
         """The updates of one training step, in order (a list of :class:`Update`)."""
         raise NotImplementedError
 
+    def state_modules(self):
+        """The net's torch modules by name, as skorch registered them (the selector
+        ``module``, the judges, the criterion and any module a method adds), each stored
+        as the attribute of its name with a trailing ``_``: the net's trained state."""
+        return {name: getattr(self, name + "_") for name in [*self._modules, *self._criteria]}
+
     def batch_tensors(self, batch):
         """``(X, targets)`` of a batch as tensors on the net's device."""
         X, targets = unpack_data(batch)
@@ -235,12 +241,6 @@ class SelectorJudgeNet(UpdateSteps, PortableNet, NeuralNet):
         return build_network(factory, self.judge_in_features, self.output_spec.n_columns,
                              self.input_shape, n_tokens=self.n_tokens)
 
-    def state_modules(self):
-        """The net's torch modules by name, as skorch registered them (the selector
-        ``module``, the judges, the criterion and any module a method adds), each stored
-        as the attribute of its name with a trailing ``_``: the net's trained state."""
-        return {name: getattr(self, name + "_") for name in [*self._modules, *self._criteria]}
-
     def module_optimizer(self, prefix, module):
         """An instance of the net's optimizer class over ``module``'s parameters only, with
         the options given as ``<prefix>__name`` (``optimizer__weight_decay``, ...)."""
@@ -317,7 +317,7 @@ class SelectorJudgeNet(UpdateSteps, PortableNet, NeuralNet):
             with torch.no_grad():
                 logits = self.module_(to_tensor(rows, device=device))
                 if sample:
-                    subsets = GumbelTopK(logits, k)
+                    subsets = GumbelTopK(logits, k, validate_args=False)
                     return subsets.as_mask(subsets.sample()).cpu().numpy()
                 return topk_mask(logits, k).cpu().numpy()
 
@@ -501,7 +501,7 @@ def score_function_loss(logits, k, n_samples, cost):
     hard : tensor of shape (n_rows * n_samples, n_groups)
     """
     n_rows = len(logits)
-    subsets = GumbelTopK(logits.repeat_interleave(n_samples, dim=0), k)
+    subsets = GumbelTopK(logits.repeat_interleave(n_samples, dim=0), k, validate_args=False)
     order = subsets.sample()
     hard = subsets.as_mask(order)
     with torch.no_grad():

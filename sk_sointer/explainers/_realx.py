@@ -73,8 +73,8 @@ class RealXNet(PredictorFirstNet):
         """The selector's distribution over selections: REBAR's Bernoulli, or Hard
         Kumaraswamy gates (``relaxation``)."""
         if self.relaxation == "hardkuma":
-            return HardKumaraswamy.from_logits(logits)
-        return RebarBernoulli(self.tau, logits)
+            return HardKumaraswamy.from_logits(logits, validate_args=False)
+        return RebarBernoulli(self.tau, logits, validate_args=False)
 
     def selector_validation_loss(self, X, targets):
         logits = self.module_(X)

@@ -141,7 +141,7 @@ class SOInterNet(SelectorJudgeNet):
         interpreter's top-k."""
         logits = self.module_(X)
         if training:
-            relaxed = SubsetConcrete(self.tau, logits, self.k).rsample()
+            relaxed = SubsetConcrete(self.tau, logits, self.k, validate_args=False).rsample()
             hard = topk_mask(relaxed.detach(), self.k)
             # Straight through: the energy network sees k-hot masked rows, as in its
             # training, and the gradient flows through the relaxation.

@@ -1,0 +1,228 @@
+"""Every method's training step is device work only: it compiles whole and reads nothing
+back to the host.
+
+A training step is a list of :class:`~sk_sointer.explainers._net.Update` s. Each update's
+loss must compile with ``torch.compile(fullgraph=True)`` (a graph break fails the test:
+``.item()``, ``.cpu()``, a branch on a tensor's value, a NumPy detour) and give the same
+value as the eager loss from the same random state; run eagerly, it must call none of
+the operations that wait for the device on a GPU (a tensor's value read as a Python
+number, a shape that depends on values, a tensor built from Python data). The epoch must
+not read the losses batch by batch either: a fit of many batches an epoch synchronises
+as often as a fit of few. This is the check a machine without a GPU can run for the
+captured CUDA step.
+"""
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+from sklearn.linear_model import LogisticRegression
+from sklearn.neural_network import MLPClassifier
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from sk_sointer import (EnergyNet, HardKumaExplainer, L2XExplainer, MEEDExplainer,
+                        RealXExplainer, SOInterExplainer)
+from sk_sointer.explainers._net import UpdateSteps
+from sk_sointer.metrics import EvalXEvaluator
+
+# Operations that make the host wait for the device (or copy Python data to it) on CUDA.
+HOST_SYNCS = frozenset({
+    "aten::_local_scalar_dense",  # .item(), float(t), bool(t), if t: ...
+    "aten::is_nonzero",
+    "aten::equal",
+    "aten::nonzero",  # boolean indexing, masked_select: a value-dependent shape
+    "aten::masked_select",
+    "aten::lift_fresh",  # torch.tensor(python data)
+    "aten::lift_fresh_copy",
+    "aten::_assert_async",
+})
+
+
+class HostSyncs(TorchDispatchMode):
+    """Records the :data:`HOST_SYNCS` operations run under it."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        name = func._schema.name
+        if name in HOST_SYNCS:
+            self.seen.append(name)
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.fixture(scope="module")
+def rows():
+    # Everyday units: ages, prices, a count.
+    rng = np.random.RandomState(0)
+    X = np.column_stack([rng.uniform(18, 90, 240), rng.lognormal(10, 1, 240),
+                         rng.poisson(3, 240), rng.randn(240, 3)]).astype(np.float32)
+    y = ((X[:, 0] > 50) ^ (X[:, 3] > 0)).astype(int)
+    model = LogisticRegression(max_iter=500).fit((X - X.mean(0)) / X.std(0), y)
+    return X, y, model
+
+
+def _fits(X, y, model):
+    common = dict(max_epochs=2, batch_size=80, device="cpu", random_state=0)
+    multi = MLPClassifier(hidden_layer_sizes=(8,), max_iter=50, random_state=0).fit(
+        X, np.column_stack([y, X[:, 2] > 2]))
+    return {
+        "L2X": lambda: L2XExplainer(k=2, refine=None, **common).fit(X, y),
+        "REAL-X sequential": lambda: RealXExplainer(predictor_epochs=1, refine=None,
+                                                    **common).fit(X, y),
+        "REAL-X alternating": lambda: RealXExplainer(predictor_epochs=1, refine=None,
+                                                     schedule="alternating", **common).fit(X, y),
+        "REAL-X Hard Kumaraswamy": lambda: RealXExplainer(
+            predictor_epochs=1, refine=None, relaxation="hardkuma", **common).fit(X, y),
+        "HardKuma random masks": lambda: HardKumaExplainer(
+            k=2, predictor_epochs=1, refine=None, **common).fit(X, y),
+        "HardKuma joint": lambda: HardKumaExplainer(k=2, predictor_masks="joint", refine=None,
+                                                    **common).fit(X, y),
+        "MEED": lambda: MEEDExplainer(k=2, refine=None, **common).fit(X, black_box=model),
+        "EVAL-X": lambda: EvalXEvaluator(**common).fit(X, y),
+        "SOInter and its energy network": lambda: SOInterExplainer(
+            k=2, target=0, energy=EnergyNet(max_epochs=2, batch_size=80), **common).fit(
+            X, black_box=multi),
+    }
+
+
+def _cause(error):
+    """The lines of a compile error that say what broke the graph, and where."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    where = [line for line in lines if "sk_sointer" in line]
+    return " | ".join(lines[:2] + where[-2:])
+
+
+def _loss_name(update):
+    return getattr(update.loss, "__qualname__", repr(update.loss))
+
+
+def _check_updates(net, batch, report):
+    """Compile and sync-check every update of ``net``'s step on ``batch``, once per
+    distinct step (a net's step changes with the epoch). The nets' state and the random
+    state are put back after each run, so that the fit goes on as it would have."""
+    key = (type(net).__name__, *(_loss_name(u) for u in net.updates()))
+    if key in report:
+        return
+    X, targets = net.batch_tensors(batch)
+    saved = {name: copy.deepcopy(module.state_dict())
+             for name, module in net.state_modules().items()
+             if isinstance(module, torch.nn.Module)}
+    rng = torch.get_rng_state()
+
+    def restore():
+        for name, module in net.state_modules().items():
+            if name in saved:
+                module.load_state_dict(saved[name])
+        torch.set_rng_state(rng)
+
+    checks = []
+    for update in net.updates():
+        for module in update.training:
+            module.train()
+        for module in update.evaluation:
+            module.eval()
+        params = [p for module in update.modules for p in module.parameters()]
+        update.loss(X, targets)  # a first step builds the device copies of constants
+        restore()
+        with HostSyncs() as syncs:
+            eager = update.loss(X, targets)[0]
+            torch.autograd.grad(eager, params, allow_unused=True)
+        restore()
+        torch._dynamo.reset()
+        try:
+            compiled = torch.compile(update.loss, fullgraph=True,
+                                     backend="aot_eager")(X, targets)[0]
+            compiled = float(compiled.detach())
+        except Exception as error:  # noqa: BLE001 - the tests report it
+            compiled = f"{type(error).__name__}: {_cause(error)}"
+        restore()
+        checks.append(dict(loss=_loss_name(update), syncs=syncs.seen,
+                           eager=float(eager.detach()), compiled=compiled))
+    report[key] = checks
+
+
+@pytest.fixture(scope="module")
+def step_reports(rows):
+    X, y, model = rows
+    report = {}
+    original = UpdateSteps.train_step
+
+    def checked(self, batch, **fit_params):
+        _check_updates(self, batch, report)
+        return original(self, batch, **fit_params)
+
+    UpdateSteps.train_step = checked
+    try:
+        for fit in _fits(X, y, model).values():
+            fit()
+    finally:
+        UpdateSteps.train_step = original
+        torch._dynamo.reset()
+    return report
+
+
+# Every method's step, in each of its phases: (net, its updates' losses).
+STEPS = {
+    "L2X": ("L2XNet", "SelectorJudgeNet.infer_loss"),
+    "random-mask predictor (REAL-X, HardKuma, EVAL-X)": (
+        "RealXNet", "predictor_update.<locals>.loss"),
+    "REAL-X selector (REBAR)": ("RealXNet", "RealXNet._rebar_loss"),
+    "REAL-X alternating": ("RealXNet", "predictor_update.<locals>.loss",
+                           "RealXNet._rebar_loss"),
+    "REAL-X selector (Hard Kumaraswamy)": ("RealXNet", "RealXNet._gate_loss"),
+    "HardKuma's predictor": ("HardKumaNet", "predictor_update.<locals>.loss"),
+    "HardKuma selector": ("HardKumaNet", "HardKumaNet._selector_loss"),
+    "MEED": ("MEEDNet", "MEEDNet._approximators_loss", "MEEDNet._explainer_loss"),
+    "EVAL-X": ("JudgeNet", "predictor_update.<locals>.loss"),
+    "SOInter's energy network": ("EnergyModel", "EnergyModel._training_loss"),
+    "SOInter's interpreter": ("SOInterNet", "SOInterNet._interpreter_loss"),
+}
+
+
+@pytest.mark.parametrize("step", list(STEPS))
+def test_every_update_compiles_whole_to_the_eager_value(step, step_reports):
+    for check in step_reports[STEPS[step]]:
+        assert not isinstance(check["compiled"], str), f"{check['loss']}: {check['compiled']}"
+        assert check["compiled"] == pytest.approx(check["eager"], rel=1e-5, abs=1e-6), check
+
+
+@pytest.mark.parametrize("step", list(STEPS))
+def test_no_update_waits_for_the_device(step, step_reports):
+    for check in step_reports[STEPS[step]]:
+        assert check["syncs"] == [], check
+
+
+def test_the_steps_checked_are_every_step_the_fits_took(step_reports):
+    # A method whose step changes (a new phase, a renamed loss) must be listed above.
+    assert set(step_reports) == set(STEPS.values())
+
+
+@pytest.mark.parametrize("make", [
+    lambda: L2XExplainer(k=2, refine=None),
+    lambda: RealXExplainer(predictor_epochs=1, schedule="alternating", refine=None),
+    lambda: HardKumaExplainer(k=2, predictor_masks="joint", refine=None),
+], ids=["L2X", "REAL-X", "HardKuma"])
+def test_an_epoch_reads_its_losses_back_once_whatever_its_batches(make, rows):
+    """The batches' losses (and HardKuma's rates) reach the history as floats, read back
+    from the device once an epoch: six batches an epoch synchronise as often as one."""
+    X, y, _ = rows
+    counts, histories = [], []
+    for batch_size in (240, 40):
+        explainer = make().set_params(max_epochs=2, batch_size=batch_size, device="cpu",
+                                      optimizer="sgd", random_state=0)
+        with HostSyncs() as syncs:
+            explainer.fit(X, y)
+        counts.append(syncs.seen.count("aten::_local_scalar_dense"))
+        histories.append(explainer.net_.history)
+    assert counts[0] == counts[1]
+    for epoch in histories[1]:
+        assert len(epoch["batches"]) == 6
+        for row in epoch["batches"]:
+            assert isinstance(row["train_loss"], float) and np.isfinite(row["train_loss"])
+            assert row["train_batch_size"] == 40
+        # skorch's epoch loss: the batches' mean weighted by their sizes.
+        assert epoch["train_loss"] == pytest.approx(
+            np.mean([row["train_loss"] for row in epoch["batches"]]))
