@@ -208,6 +208,16 @@ class Masker:
             )
         return buffer
 
+    def standardize_tensor(self, X):
+        """:meth:`standardize` of a tensor of rows, on its device: the same float32 values,
+        computed in float32 for float32 rows and in float64 for others. Rows that overflow
+        float32 on the way come out non-finite; the caller checks (the host's
+        :meth:`standardize` takes the float64 detour for them)."""
+        work = torch.float32 if X.dtype == torch.float32 else torch.float64
+        mean = self._tensor("mean_", X, dtype=work)
+        scale = self._tensor("scale_", X, dtype=work)
+        return ((X.to(work) - mean) / scale).to(torch.float32)
+
     def _float32(self, name):
         key = (name, "float32")
         if key not in self._tensors:
@@ -227,11 +237,16 @@ class Masker:
         masked = baseline + masks * (X_scaled - baseline)
         return torch.cat([masked, masks], dim=1) if append_mask else masked
 
-    def _tensor(self, name, like):
-        key = (name, like.device, like.dtype)
+    def _tensor(self, name, like, dtype=None):
+        """The fitted array ``name`` as a tensor on ``like``'s device, of ``dtype`` (default
+        ``like``'s), made once."""
+        dtype = like.dtype if dtype is None else dtype
+        key = (name, like.device, dtype)
         if key not in self._tensors:
-            self._tensors[key] = torch.as_tensor(getattr(self, name), dtype=like.dtype,
-                                                 device=like.device)
+            values = getattr(self, name)
+            if dtype == torch.float32 and name in ("mean_", "scale_"):
+                values = self._float32(name)  # rounded as the host's standardisation does
+            self._tensors[key] = torch.as_tensor(values, dtype=dtype, device=like.device)
         return self._tensors[key]
 
     # -- the black box's side ----------------------------------------------------------

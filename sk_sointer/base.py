@@ -289,8 +289,8 @@ class _SkorchEstimatorMixin:
         """No refinement: the evaluator has no selector; :class:`BaseExplainer` has one."""
 
     def _selector_input(self, X_scaled, X, outputs=None):
-        """What the net is fed, in training and at explanation time (float32 ndarray): the
-        standardised rows, followed by any columns a method adds for its selector (MEED:
+        """What the net is fed, in training and at explanation time (float32 ndarray; on
+        an accelerator at explanation time, a tensor there): the standardised rows, followed by any columns a method adds for its selector (MEED:
         the black box's outputs, ``outputs`` when given, standardised as the losses see
         them). The selector's input width follows from it; the judges read only the first
         ``n_features`` columns."""
@@ -647,7 +647,8 @@ class BaseExplainer(
 
         Standardisation (into one buffer reused by every chunk), the selector and
         ``finish`` run per chunk, so memory beyond the input and the output stays bounded
-        by the chunk for any number of rows.
+        by the chunk for any number of rows. On an accelerator every step runs there
+        (:meth:`_chunk_on_device`): the raw rows go in, the finished rows come out.
         """
         # The selector runs in evaluation mode: batch statistics must not depend on which
         # rows are explained together.
@@ -659,7 +660,11 @@ class BaseExplainer(
         buffer = np.empty((min(step, n_rows), X.shape[1]), dtype=np.float32)
         for start in range(0, n_rows, step):
             rows = X[start : start + step]
+            chunk_out = out[start : start + len(rows)]
             chunk_outputs = None if outputs is None else outputs[start : start + step]
+            if _explains_on_device(device) and self._chunk_on_device(
+                    rows, chunk_outputs, finish, chunk_out, device):
+                continue
             net_input = self._selector_input(self._standardize(rows, buffer[: len(rows)]), rows,
                                              chunk_outputs)
             with torch.inference_mode():
@@ -671,8 +676,23 @@ class BaseExplainer(
                         "scores: its weights are not finite (training diverged, or they "
                         "were altered after fit), so it cannot explain rows."
                     )
-                finish(scores, out[start : start + len(rows)])
+                finish(scores, chunk_out)
         return out
+
+    def _chunk_on_device(self, rows, outputs, finish, out, device):
+        """One chunk of :meth:`_explain_rows` on ``device``: the raw rows copied in once,
+        standardised, scored and finished there, the finished rows copied out once into
+        ``out``. Whether that went through: a chunk whose standardised rows or scores are
+        not all finite (a NaN in ``X``, a float32 overflow that the host's float64 detour
+        avoids, a diverged selector) is left to the host path, which says what is wrong."""
+        with torch.inference_mode():
+            raw = torch.from_numpy(np.ascontiguousarray(rows)).to(device)
+            scaled = self.masker_.standardize_tensor(raw)
+            net_input = self._selector_input(scaled, rows, outputs)
+            scores = self._selector_scores(net_input)
+            finite = torch.isfinite(scaled).all() & torch.isfinite(scores).all()
+            finish(scores, out)
+            return bool(finite)  # read after the copy out, which waited for the device
 
     def _standardize(self, rows, out):
         try:
@@ -685,6 +705,9 @@ class BaseExplainer(
 
     def _scores_of(self, scores, out):
         """Feature-level scores from a chunk's per-group scores, written into ``out``."""
+        if _explains_on_device(scores.device):  # expanded on the device, one copy out
+            torch.from_numpy(out).copy_(self.masker_.expand(scores.float()))
+            return
         out[...] = self.masker_.expand(scores.float().cpu().numpy())
 
     def _masks_of(self, scores, out):
@@ -694,10 +717,11 @@ class BaseExplainer(
         if group_masks is direct:
             return
         if isinstance(group_masks, torch.Tensor):
-            group_masks = self.masker_.expand(group_masks.bool()).cpu().numpy()
-        else:
-            group_masks = self.masker_.expand(group_masks)
-        out[...] = group_masks
+            # Made, expanded and given out's dtype on the device: one copy out.
+            masks = self.masker_.expand(group_masks.bool())
+            torch.from_numpy(out).copy_(masks.to(_TORCH_DTYPES[out.dtype]))
+            return
+        out[...] = self.masker_.expand(group_masks)
 
     def _masks_from_scores(self, scores, out=None):
         """0/1 masks over groups from a chunk of per-group scores (a tensor on the
@@ -712,7 +736,7 @@ class BaseExplainer(
         # ``k`` as it is now: a selector's scores do not depend on it, so setting k after
         # fit changes only how scores become masks.
         k = self._check_k()
-        if scores.device.type != "cpu":
+        if _explains_on_device(scores.device):
             if k is None:
                 return (scores > self._threshold) | topk_mask(scores, 1).bool()
             return topk_mask(scores, min(k, self.masker_.n_groups_))
@@ -733,6 +757,15 @@ class BaseExplainer(
         tags.target_tags.required = True
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
+
+
+_TORCH_DTYPES = {np.dtype(np.float32): torch.float32, np.dtype(np.float64): torch.float64}
+
+
+def _explains_on_device(device):
+    """Whether :meth:`BaseExplainer._explain_rows` runs its chunks on ``device`` (an
+    accelerator) rather than standardising and finishing them on the host."""
+    return device.type != "cpu"
 
 
 class _EpochProgress(Callback):

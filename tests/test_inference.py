@@ -254,3 +254,57 @@ def test_training_mode_is_set_only_where_it_changes(fitted):
         assert net.approximator_[0].training
     finally:
         net.approximator_ = original
+
+
+# -- explanation on the device ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_device_path_gives_the_host_path_masks_and_scores(dtype, monkeypatch):
+    """On an accelerator every chunk is standardised, scored and finished there; forced on
+    the CPU, that path gives the host path's masks and scores exactly, with groups, with
+    k=None, in float32 and float64, and sends non-finite chunks back to the host path."""
+    import sk_sointer.base as base
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from sk_sointer import MLP, HardKumaExplainer, L2XExplainer, MEEDExplainer
+
+    rng = np.random.RandomState(0)
+    X = np.column_stack([rng.uniform(18, 90, 300), rng.lognormal(10, 1, 300),
+                         rng.randn(300, 4)]).astype(dtype)
+    y = (X[:, 2] > 0).astype(int)
+    fast = dict(max_epochs=3, refine=None, device="cpu", random_state=0)
+    explainers = [
+        L2XExplainer(k=2, **fast).fit(X, y),
+        L2XExplainer(k=1, groups=[0, 0, 1, 1, 2, 2], **fast).fit(X, y),
+        HardKumaExplainer(**fast).fit(X, y),  # k=None: the gates above the threshold
+        # The selector also reads the model's outputs, moved to the device with the rows.
+        MEEDExplainer(k=2, feedback=MLP(hidden_units=(4,)), **fast).fit(
+            X, black_box=make_pipeline(StandardScaler(), LogisticRegression()).fit(X, y)),
+    ]
+    expected = [(e.transform(X), e.explain(X)) for e in explainers]
+    # A column spread over float32's range: its rows near the top overflow float32 on
+    # the way ((x - mean) alone) and the host takes its float64 detour.
+    wide = X[:, :3].astype(np.float32)
+    wide[:, 0] = np.where(np.arange(300) % 10 == 0, 2e38, -2e38)
+    far = L2XExplainer(k=1, **fast).fit(wide, y)
+    wide[:5, 0] = 3e38
+    expected_far = far.transform(wide[:5])
+    monkeypatch.setattr(base, "_explains_on_device", lambda device: True)
+    calls = []
+    original = base.BaseExplainer._chunk_on_device
+    monkeypatch.setattr(base.BaseExplainer, "_chunk_on_device",
+                        lambda self, *args: calls.append(original(self, *args)) or calls[-1])
+    for explainer, (masks, scores) in zip(explainers, expected):
+        np.testing.assert_array_equal(explainer.transform(X), masks)
+        assert explainer.transform(X).dtype == dtype
+        np.testing.assert_array_equal(explainer.explain(X), scores)
+    assert calls and all(calls)
+    np.testing.assert_array_equal(far.transform(wide[:5]), expected_far)
+    assert calls[-1] is False  # the overflowing chunk went back to the host
+    bad = X[:4].copy()
+    bad[1, 0] = np.nan
+    with pytest.raises(ValueError, match="Input X contains NaN"):
+        explainers[0].transform(bad)

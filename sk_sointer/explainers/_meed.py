@@ -511,6 +511,10 @@ class MEEDExplainer(BaseExplainer):
             return X_scaled
         if outputs is None:  # only when X is not finite: standardisation raised already
             outputs = np.zeros((len(X), self.output_spec_.n_columns), dtype=np.float32)
+        if isinstance(X_scaled, torch.Tensor):  # explained on an accelerator
+            outputs = torch.as_tensor(np.asarray(outputs, dtype=np.float32),
+                                      device=X_scaled.device)
+            return torch.cat([X_scaled, outputs], dim=1)
         return np.hstack([X_scaled, np.asarray(outputs, dtype=np.float32)])
 
     def _build_net(self, problem, **net_params):
