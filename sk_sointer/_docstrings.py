@@ -94,6 +94,14 @@ data_on_device : bool, default=True
     from there (fast on a GPU); ``False`` keeps them in host memory and copies each batch,
     for data larger than the device's memory (which is also the fallback, with a warning,
     when the copy runs out of memory).""",
+    "cuda_graphs": """\
+cuda_graphs : bool, default=True
+    On CUDA, capture the training step (forward, backward and optimizer steps) in a CUDA
+    graph after a few eager steps, and replay it for every batch of the same size: one
+    launch a step instead of dozens. A step that cannot be captured (one that queries the
+    black box, an optimizer without a capturable mode, a callback that reads the
+    gradients) runs eagerly with a warning that says why. ``False`` trains eagerly. No
+    effect on the CPU.""",
     "random_state": """\
 random_state : int, RandomState instance or None, default=None
     Pass an int for reproducible training. Torch's global random state is restored after
@@ -123,7 +131,8 @@ feature_names_in_ : ndarray of shape (``n_features_in_``,)
 }
 # Runs of entries that every estimator lists in the same order, under one name.
 PARAMETER_DOCS["training"] = "\n\n".join(
-    PARAMETER_DOCS[name] for name in ("callbacks", "train_split", "device", "data_on_device"))
+    PARAMETER_DOCS[name]
+    for name in ("callbacks", "train_split", "device", "data_on_device", "cuda_graphs"))
 PARAMETER_DOCS["row_layout"] = "\n\n".join(
     PARAMETER_DOCS[name] for name in ("baseline", "groups", "image_shape", "patch_size"))
 PARAMETER_DOCS["fitted_"] = "\n\n".join(

@@ -166,6 +166,7 @@ class _SkorchEstimatorMixin:
         "baseline": [StrOptions({"mean", "zero"}), Real, "array-like"],
         "device": [StrOptions({"auto", "cpu", "cuda"}), str],
         "data_on_device": ["boolean"],
+        "cuda_graphs": ["boolean"],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -290,9 +291,10 @@ class _SkorchEstimatorMixin:
 
     def _selector_input(self, X_scaled, X, outputs=None):
         """What the net is fed, in training and at explanation time (float32 ndarray; on
-        an accelerator at explanation time, a tensor there): the standardised rows, followed by any columns a method adds for its selector (MEED:
-        the black box's outputs, ``outputs`` when given, standardised as the losses see
-        them). The selector's input width follows from it; the judges read only the first
+        an accelerator at explanation time, a tensor there): the standardised rows,
+        followed by any columns a method adds for its selector (MEED: the black box's
+        outputs, ``outputs`` when given, standardised as the losses see them). The
+        selector's input width follows from it; the judges read only the first
         ``n_features`` columns."""
         return X_scaled
 
@@ -343,6 +345,7 @@ class _SkorchEstimatorMixin:
             "optimizer__weight_decay": self.weight_decay,
             "device": device,
             "data_on_device": self.data_on_device,
+            "cuda_graphs": self.cuda_graphs,
             "train_split": self._train_split(seed),
             "callbacks": list(self.callbacks or []),
             "verbose": int(self.verbose >= 2),

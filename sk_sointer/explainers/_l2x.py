@@ -168,7 +168,8 @@ class L2XExplainer(BaseExplainer):
         approximator=MLP(hidden_units=(200, 200), batch_norm=True), refine="model",
         baseline="mean", groups=None, image_shape=None, patch_size=None, tokens=False,
         max_epochs=100, batch_size=1000, lr=1e-3, weight_decay=2e-3, optimizer="adam",
-        callbacks=None, train_split=None, device="auto", data_on_device=True, random_state=None,
+        callbacks=None, train_split=None, device="auto",
+        data_on_device=True, cuda_graphs=True, random_state=None,
         verbose=0,
     ):
         _store_params(self, locals())

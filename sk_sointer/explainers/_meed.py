@@ -88,12 +88,15 @@ class MEEDNet(SelectorJudgeNet):
 
     def updates(self):
         modules = (self.module_, self.approximator_, self.adversary_)
+        # A prior's weight in the sampler fades with the epoch (eqs. 12-13).
+        epoch = (self.epoch,)
         return [
             # (a) the approximators, on masks of the fixed explainer (eq. 7).
             Update(self._approximators_loss, self.approximators_optimizer_,
-                   (self.approximator_, self.adversary_), training=modules),
+                   (self.approximator_, self.adversary_), training=modules, constants=epoch),
             # (b) the explainer, with fresh noise, against the fixed approximators (eq. 8).
-            Update(self._explainer_loss, self.optimizer_, (self.module_,), training=modules),
+            Update(self._explainer_loss, self.optimizer_, (self.module_,), training=modules,
+                   constants=epoch),
         ]
 
     def _approximators_loss(self, X, targets):
@@ -443,7 +446,8 @@ class MEEDExplainer(BaseExplainer):
         adversary=MLP(hidden_units=(200, 200), batch_norm=True), refine="model",
         baseline="mean", groups=None, image_shape=None, patch_size=None, max_epochs=100,
         batch_size=1000, lr=1e-3, weight_decay=2e-3, optimizer="adam", callbacks=None,
-        train_split=None, device="auto", data_on_device=True, random_state=None, verbose=0,
+        train_split=None, device="auto",
+        data_on_device=True, cuda_graphs=True, random_state=None, verbose=0,
     ):
         _store_params(self, locals())
 

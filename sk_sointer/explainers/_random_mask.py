@@ -13,7 +13,7 @@ import math
 import torch
 
 from .._outputs import output_loss
-from ._net import SelectorJudgeNet, Update
+from ._net import SelectorJudgeNet, Update, set_lr
 
 
 def random_masks(n_rows, n_groups, device):
@@ -41,7 +41,9 @@ def predictor_update(net, predictor, optimizer, lr_factor):
     one times ``lr_factor``.
     """
     for group in optimizer.param_groups:
-        group["lr"] = group.setdefault("base_lr", group["lr"]) * lr_factor
+        if "base_lr" not in group:  # read once: a device learning rate costs a sync
+            group["base_lr"] = float(group["lr"])
+        set_lr(group, group["base_lr"] * lr_factor)
 
     def loss(X, targets):
         value = random_mask_loss(net, predictor, X, targets)
@@ -112,10 +114,12 @@ class PredictorFirstNet(SelectorJudgeNet):
     the net's optimizer class and ``lr``; ``predictor_optimizer__*`` options apply to the
     predictor's alone). In epochs ``1 .. predictor_epochs`` (:meth:`predictor_phase`) the
     predictor trains alone on random masks, its learning rate decaying (cosine) over
-    :meth:`predictor_decay_epochs`; in later epochs the method's
-    ``selector_updates()`` run. Validation scores the random-mask loss in the predictor phase and the
-    method's ``selector_validation_loss(X, targets)`` after it, every module in evaluation
-    mode. A subclass writes those two, each returning ``{"loss": ..., "y_pred": ...}``.
+    :meth:`predictor_decay_epochs`; in later epochs the method's ``selector_updates()``
+    run. Validation scores the random-mask loss in the predictor phase and the method's
+    ``selector_validation_loss(X, targets)`` after it, every module in evaluation mode. A
+    subclass writes those two: the first returns the step's list of
+    :class:`~sk_sointer.explainers._net.Update`, the second ``{"loss": ..., "y_pred":
+    ...}``.
     """
 
     prefixes_ = [*SelectorJudgeNet.prefixes_, "predictor_optimizer"]

@@ -310,7 +310,8 @@ class RealXExplainer(BaseExplainer):
         activation="elu"), predictor=MLP(hidden_units=(200, 200), batch_norm=True),
         refine="model", baseline="mean", groups=None, image_shape=None, patch_size=None,
         tokens=False, max_epochs=160, batch_size=256, lr=1e-3, weight_decay=3e-4,
-        optimizer="adam", callbacks=None, train_split=None, device="auto", data_on_device=True,
+        optimizer="adam", callbacks=None, train_split=None, device="auto",
+        data_on_device=True, cuda_graphs=True,
         random_state=None, verbose=0,
     ):
         _store_params(self, locals())

@@ -93,7 +93,8 @@ class SOInterNet(SelectorJudgeNet):
 
     def updates(self):
         # The energy network judges the interpreter in evaluation mode.
-        modes = dict(training=(self.module_,), evaluation=(self.energy.module_,))
+        modes = dict(training=(self.module_,), evaluation=(self.energy.module_,),
+                     capturable=not self.per_batch_query)
         if not (self.energy_refit and self.per_batch_query):
             return [Update(self._interpreter_loss, self.optimizer_, (self.module_,), **modes)]
         # With a refit, the energy network then steps on the rows masked by the
@@ -111,7 +112,7 @@ class SOInterNet(SelectorJudgeNet):
 
         return [Update(interpreter_loss, self.optimizer_, (self.module_,), **modes),
                 Update(refit_loss, self.energy_optimizer_, (self.energy.module_,),
-                       training=(self.energy.module_,))]
+                       training=(self.energy.module_,), capturable=False)]
 
     def _interpreter_loss(self, X, index):
         return self._interpreter_step(X, index)[:2]
@@ -477,7 +478,8 @@ class SOInterExplainer(BaseExplainer):
         straight_through=True, energy_refit=False, append_mask=False, n_iter_no_change=10,
         refine=None, baseline="mean", groups=None, image_shape=None, patch_size=None,
         max_epochs=50, batch_size=256, lr=1e-3, weight_decay=1e-3, optimizer="adam",
-        callbacks=None, train_split=None, device="auto", data_on_device=True, random_state=None,
+        callbacks=None, train_split=None, device="auto",
+        data_on_device=True, cuda_graphs=True, random_state=None,
         verbose=0,
     ):
         _store_params(self, locals())
@@ -657,10 +659,10 @@ class Requery(Callback):
         self.net_input = self.full_codes = None
 
     def on_train_begin(self, net, **kwargs):
-        net.full_codes_ = _on_device(self.full_codes, net)
+        _store_codes(net, "full_codes_", self.full_codes)
         if self.mode != "batch":
             masks = net.interpreter_masks(self.net_input, sample=self.mode == "sample")
-            net.masked_codes_ = _on_device(net.model_codes(masks), net)
+            _store_codes(net, "masked_codes_", net.model_codes(masks))
 
     def on_epoch_end(self, net, **kwargs):
         target, full = net.target, self.full_codes[:, net.target]
@@ -680,13 +682,20 @@ class Requery(Callback):
             masked = topk
             if self.mode == "sample":
                 masked = net.model_codes(net.interpreter_masks(self.net_input, sample=True))
-            net.masked_codes_ = _on_device(masked, net)
+            _store_codes(net, "masked_codes_", masked)
             net.history.record("flip_rate", float(np.mean(masked[:, target] != full)))
         net.history.record("topk_flip_rate", topk_rate)
         net.history.record("kept_flip_rate", rate)
 
 
-def _on_device(codes, net):
-    """The model's codes (an ndarray) as a tensor on the net's device, which the training
-    steps index there."""
-    return torch.as_tensor(codes, device=net.device)
+def _store_codes(net, name, codes):
+    """The model's codes (an ndarray) into the net's tensor ``name`` on its device, which
+    the training steps index there: written in place over the last ones, so that a step
+    captured in a CUDA graph reads the new codes."""
+    codes = torch.as_tensor(codes, device=net.device)
+    held = getattr(net, name, None)
+    if isinstance(held, torch.Tensor) and held.shape == codes.shape \
+            and held.dtype == codes.dtype and held.device == codes.device:
+        held.copy_(codes)
+    else:
+        setattr(net, name, codes)

@@ -70,6 +70,8 @@ class EvalXEvaluator(_SkorchEstimatorMixin, BaseEstimator):
 
     %(data_on_device)s
 
+    %(cuda_graphs)s
+
     %(random_state)s
         It seeds weight initialisation, shuffling and the random masks.
 
@@ -148,7 +150,8 @@ class EvalXEvaluator(_SkorchEstimatorMixin, BaseEstimator):
     def __init__(
         self, *, predictor=MLP(hidden_units=(200, 200), batch_norm=True), append_mask=True,
         baseline="mean", max_epochs=100, batch_size=256, lr=1e-3, weight_decay=0.0,
-        optimizer="adam", callbacks=None, train_split=None, device="auto", data_on_device=True,
+        optimizer="adam", callbacks=None, train_split=None, device="auto",
+        data_on_device=True, cuda_graphs=True,
         random_state=None, verbose=0,
     ):
         _store_params(self, locals())
