@@ -53,11 +53,19 @@ def test_the_tiny_grid_records_finite_positive_timings_and_ratios(tiny_run):
             assert _positive(values.get(name)), name
         assert values["input_bytes"] == 600 * 6 * 4
         assert values["peak_bytes"] >= values["input_bytes"]
-        # A CPU run: no copy-in/forward/copy-out nor device memory.
-        assert "copy_forward_s" not in values and "device_peak_bytes" not in values
+        # Per-step times: each fit's seconds over its own steps.
+        assert values["step_s"] == pytest.approx(values["fit_s"] / values["n_steps"])
+        assert values["anchor_step_s"] == pytest.approx(
+            values["anchor_fit_s"] / values["anchor_n_steps"])
+        # A CPU run: no copy-in/forward/copy-out, device memory nor captured step.
+        for name in ("copy_forward_s", "device_peak_bytes", "eager_step_s", "capture_speedup"):
+            assert name not in values, name
     assert payload["machine"]["device"] == "cpu"
     assert payload["profile"]["name"] == "fast"
-    assert "Fit and transform against table size" in out.with_suffix(".rst").read_text()
+    text = out.with_suffix(".rst").read_text()
+    assert "Fit and transform against table size" in text
+    assert "Training step against table size" in text
+    assert "Step ms: a fit's seconds over its steps." in " ".join(text.split())
 
 
 def _l2x_data():
@@ -184,11 +192,22 @@ def test_rendering_gives_one_row_per_record_and_the_peers(tiny_run):
         cuda_records += [{**r, "metric": "copy_forward_s", "value": 2 * r["value"]},
                          {**r, "metric": "gpu_ratio", "value": 0.5},
                          {**r, "metric": "device_peak_bytes", "value": 1e6}]
+    for r in [r for r in cuda_records if r["metric"] == "step_s"]:
+        cuda_records += [{**r, "metric": "eager_step_s", "value": 6 * r["value"]},
+                         {**r, "metric": "capture_speedup", "value": 6.0},
+                         {**r, "metric": "anchor_speedup", "value": 5.5}]
     cuda_machine = {**machine, "device": "cuda", "gpu": "Some GPU"}
     no_peers = profile.replace(peers=None, peers_from="no/such/file.json")
     cuda_text = report.render(scale.STUDY, cuda_records, cuda_machine, no_peers)
     assert _n_columns(_table_lines(cuda_text, "Fit and transform against table size")) == 17
     assert "Some GPU (CUDA)" in cuda_text and "Per-row peers" not in cuda_text
+    # The step table: the package's (captured) step, its eager step, the anchor's, and the
+    # speed-ups of the captured fit; on the CPU the first and the anchor's only.
+    assert _n_columns(_table_lines(text, "Training step against table size")) == 6
+    steps = _table_lines(cuda_text, "Training step against table size")
+    assert _n_columns(steps) == 9
+    assert any("6.00" in line and "5.50" in line for line in steps)
+    assert "eager: the same fit with ``cuda_graphs=False``" in " ".join(cuda_text.split())
 
 
 def test_peer_costs_come_from_the_synthetic_results():

@@ -37,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from sklearn.base import clone
 
 from ..harness import report
 from ..harness.anchor import ANCHORS
@@ -185,8 +186,12 @@ def measure(data, dataset, name, seed, profile, device, n_rows, n_features, k):
 
 
 def _time_fit(name, explainer, X, outputs, device, repeats):
-    """Best-of-``repeats`` seconds of ``fit`` and of the method's anchor, taken in turns."""
+    """Best-of-``repeats`` seconds of ``fit`` and of the method's anchor, taken in turns;
+    on CUDA also of ``fit`` with every step eager (``cuda_graphs=False``), so that the
+    captured step's time sits next to the eager one's. Per-step times divide by the
+    optimisation steps of each."""
     anchor_fits = []
+    eager = clone(explainer).set_params(cuda_graphs=False)
 
     def fit_package():
         explainer.fit(X, outputs)
@@ -196,13 +201,26 @@ def _time_fit(name, explainer, X, outputs, device, repeats):
         anchor_fits.append(ANCHORS[name](explainer, X, outputs, device))
         sync(device)
 
-    fit_s, anchor_s = best_times([fit_package, fit_anchor], repeats, warmup=0)
+    def fit_eager():
+        eager.fit(X, outputs)
+        sync(device)
+
+    cuda = device.type == "cuda"
+    times = best_times([fit_package, fit_anchor, *([fit_eager] if cuda else [])], repeats,
+                       warmup=0)
+    fit_s, anchor_s = times[:2]
     history = explainer.net_.history
-    return {"n_steps": sum(len(epoch["batches"]) for epoch in history),
-            "anchor_n_steps": anchor_fits[-1].n_steps, "fit_s": fit_s, "anchor_fit_s": anchor_s,
-            "fit_ratio": fit_s / anchor_s, "fit_loss": float(history[-1, "train_loss"]),
-            "anchor_loss": anchor_fits[-1].loss,
-            "fit_timing": f"best of {repeats}" if repeats > 1 else "single run"}
+    n_steps = sum(len(epoch["batches"]) for epoch in history)
+    anchor_steps = anchor_fits[-1].n_steps
+    values = {"n_steps": n_steps, "anchor_n_steps": anchor_steps, "fit_s": fit_s,
+              "anchor_fit_s": anchor_s, "fit_ratio": fit_s / anchor_s,
+              "fit_loss": float(history[-1, "train_loss"]), "anchor_loss": anchor_fits[-1].loss,
+              "step_s": fit_s / n_steps, "anchor_step_s": anchor_s / anchor_steps,
+              "fit_timing": f"best of {repeats}" if repeats > 1 else "single run"}
+    if cuda:
+        values.update(eager_fit_s=times[2], eager_step_s=times[2] / n_steps,
+                      capture_speedup=times[2] / fit_s, anchor_speedup=anchor_s / fit_s)
+    return values
 
 
 def _time_transform(explainer, X, device, repeats):
@@ -389,7 +407,12 @@ def caption(records, machine, profile):
         "(epochs; REAL-X: predictor+selector). "
         + (f"Epochs are those of {reference:,} rows, scaled down on larger "
            "tables to about the same number of steps. " if reference else "")
-        + "Fit ratio: package over anchor (1.0 = no overhead). Transform: ``transform`` of "
+        + "Fit ratio: package over anchor (1.0 = no overhead). "
+        + ("Step ms: a fit's seconds over its steps" + (
+            " (the package's with the step captured in a CUDA graph, its default; eager: the "
+            "same fit with ``cuda_graphs=False``)" if cuda else "") + ". "
+           if any(r["metric"] == "step_s" for r in records) else "")
+        + "Transform: ``transform`` of "
         "every row from a host float32 array; throughput: a bare forward pass of the "
         "selector on a tensor already on the device over ``transform`` (1.0 = no overhead)"
         + ("; GPU ratio: copying the host array in, the forward pass and copying the "
@@ -449,6 +472,7 @@ def _at_least(smallest):
 
 _COLUMNS = ("fit_s", "anchor_fit_s", "fit_ratio", "transform_s", "forward_s",
             "throughput_ratio")
+_STEP_TITLE = "Training step against table size"
 _MEMORY = ("peak_bytes", "in_out_bytes", "memory_ratio", "forward_peak_bytes")
 _ROWS = ("method", "n_rows", "n_features", "steps")
 _LABELS = {"method": "Method", "n_rows": "Rows", "n_features": "Features", "steps": "Steps",
@@ -457,7 +481,9 @@ _LABELS = {"method": "Method", "n_rows": "Rows", "n_features": "Features", "step
            "throughput_ratio": "Through-\nput", "copy_forward_s": "Copy+fwd\n+copy ms",
            "gpu_ratio": "GPU\nratio", "peak_bytes": "Peak MB", "in_out_bytes": "In+out\nMB",
            "memory_ratio": "Peak /\n(in+out)", "forward_peak_bytes": "Forward\npeak MB",
-           "device_peak_bytes": "GPU MB"}
+           "device_peak_bytes": "GPU MB", "step_s": "Step ms", "anchor_step_s": "Anchor\nstep ms",
+           "eager_step_s": "Eager\nstep ms", "capture_speedup": "Captured /\neager",
+           "anchor_speedup": "Anchor /\npackage"}
 _SECONDS, _MS = Metric("Seconds", "s"), Metric("Milliseconds", "s", scale=1e3)
 _RATIO, _MB = Metric("Ratio", fmt=_ratio), Metric("MB", "bytes", scale=1e-6)
 _TITLE = "Fit and transform against table size"
@@ -474,6 +500,8 @@ STUDY = Study(
              "fit_s": _SECONDS, "anchor_fit_s": _SECONDS, "fit_ratio": _RATIO,
              "transform_s": _MS, "forward_s": _MS, "throughput_ratio": _RATIO,
              "copy_forward_s": _MS, "gpu_ratio": _RATIO, "memory_ratio": _RATIO,
+             "step_s": _MS, "anchor_step_s": _MS, "eager_step_s": _MS, "eager_fit_s": _SECONDS,
+             "capture_speedup": _RATIO, "anchor_speedup": _RATIO,
              **{name: _MB for name in ("peak_bytes", "in_out_bytes", "forward_peak_bytes",
                                        "device_peak_bytes", "input_bytes", "output_bytes",
                                        "extra_bytes")}},
@@ -481,6 +509,13 @@ STUDY = Study(
                   where=lambda r: r.get("device") != "cuda"),
             Table(_TITLE, (*_COLUMNS, "copy_forward_s", "gpu_ratio", *_MEMORY,
                            "device_peak_bytes"), rows=_ROWS, labels=_LABELS,
+                  where=lambda r: r.get("device") == "cuda"),
+            Table(_STEP_TITLE, ("step_s", "anchor_step_s"), rows=_ROWS, labels=_LABELS,
+                  where=lambda r: r.get("device") != "cuda"),
+            # On CUDA: the captured step (the package's default), the same fit with every
+            # step eager, the plain torch loop; speed-ups of the captured fit over both.
+            Table(_STEP_TITLE, ("step_s", "eager_step_s", "anchor_step_s", "capture_speedup",
+                                "anchor_speedup"), rows=_ROWS, labels=_LABELS,
                   where=lambda r: r.get("device") == "cuda")),
     caption=caption,
     notes=notes,
