@@ -363,9 +363,10 @@ def _named_parameters(modules):
 
 
 def _batch_values_to_host(batches):
-    """Replace every tensor in the batch rows by its float, in one copy."""
+    """Replace every one-value tensor in the batch rows by its float, in one copy (what a
+    callback records there otherwise is left as it is)."""
     places = [(row, name) for row in batches for name, value in row.items()
-              if isinstance(value, torch.Tensor)]
+              if isinstance(value, torch.Tensor) and value.numel() == 1]
     if not places:
         return
     values = torch.stack([row[name].reshape(()).float() for row, name in places]).tolist()
