@@ -72,7 +72,9 @@ class UpdateSteps:
     epochs that leave the step's numbers on the device.
 
     A net lists its step's updates in :meth:`updates` (read again at every step, so they
-    may depend on the epoch); :meth:`train_step` runs them in order. An epoch sums nothing
+    may depend on the epoch); :meth:`train_step` runs them in order, or on CUDA replays
+    them captured in a CUDA graph (:class:`_StepGraphs`, with ``cuda_graphs``). An epoch
+    sums nothing
     on the host: each batch's recorded values stay device tensors in the history until the
     epoch ends, and are then copied to the host at once (one synchronisation an epoch, not
     one a batch), as the floats skorch would have recorded.
