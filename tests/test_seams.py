@@ -116,7 +116,8 @@ def test_shared_parameters_have_the_same_names_and_order_in_every_explainer():
 
     shared = ["refine", "baseline", "groups", "image_shape", "patch_size", "tokens",
               "max_epochs", "batch_size", "lr", "weight_decay", "optimizer", "callbacks",
-              "train_split", "device", "data_on_device", "random_state", "verbose"]
+              "train_split", "device", "data_on_device", "cuda_graphs", "random_state",
+              "verbose"]
     for cls in (L2XExplainer, RealXExplainer, MEEDExplainer, SOInterExplainer,
                 HardKumaExplainer):
         names = list(inspect.signature(cls).parameters)
