@@ -71,18 +71,14 @@ class UpdateSteps:
     """Mixed into the package's skorch nets: a training step made of :class:`Update` s, and
     epochs that leave the step's numbers on the device.
 
-    A net lists its step's updates in :meth:`updates` (read again at every step, so they
-    may depend on the epoch); :meth:`train_step` runs them in order, or on CUDA replays
-    them captured in a CUDA graph (:class:`_StepGraphs`, with ``cuda_graphs``). An epoch
-    sums nothing
+    A net lists its step's updates, in order, in its ``updates()`` (a list of
+    :class:`Update`, read again at every step, so that they may depend on the epoch);
+    :meth:`train_step` runs them in order, or on CUDA replays them captured in a CUDA
+    graph (:class:`_StepGraphs`, with ``cuda_graphs``). An epoch sums nothing
     on the host: each batch's recorded values stay device tensors in the history until the
     epoch ends, and are then copied to the host at once (one synchronisation an epoch, not
     one a batch), as the floats skorch would have recorded.
     """
-
-    def updates(self):
-        """The updates of one training step, in order (a list of :class:`Update`)."""
-        raise NotImplementedError
 
     def state_modules(self):
         """The net's torch modules by name, as skorch registered them (the selector
