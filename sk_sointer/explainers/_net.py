@@ -328,7 +328,11 @@ class _CudaGraphs:
         """``run()`` on a side stream, as steps before a capture must be."""
         side = torch.cuda.Stream(device)
         side.wait_stream(torch.cuda.current_stream(device))
-        with torch.cuda.stream(side):
+        with torch.cuda.stream(side), warnings.catch_warnings():
+            # torch warns, once an optimizer, that a capturable one stepping outside a
+            # graph is slower: these steps are the capture's warm-up, nothing to act on.
+            warnings.filterwarnings("ignore", message="This instance was constructed with "
+                                    "capturable=True")
             out = run()
         torch.cuda.current_stream(device).wait_stream(side)
         return out
