@@ -17,7 +17,7 @@ import pytest
 import torch
 from skorch.callbacks import GradientNormClipping
 
-import sk_sointer.explainers._net as net_module
+import sk_sointer.explainers._graphs as graphs_module
 from sk_sointer import L2XExplainer, RealXExplainer, SOInterExplainer, EnergyNet
 
 
@@ -40,7 +40,7 @@ def _copy_into(static, new):
 
 
 class FakeCuda:
-    """Stands in for :class:`~sk_sointer.explainers._net._CudaGraphs` on the CPU."""
+    """Stands in for :class:`~sk_sointer.explainers._graphs._CudaGraphs` on the CPU."""
 
     def __init__(self, fail=False):
         self.fail = fail
@@ -69,7 +69,7 @@ class FakeCuda:
 @pytest.fixture
 def fake(monkeypatch):
     cuda = FakeCuda()
-    monkeypatch.setattr(net_module, "_CUDA", cuda)
+    monkeypatch.setattr(graphs_module, "_CUDA", cuda)
     return cuda
 
 
@@ -105,19 +105,19 @@ def test_a_learning_rate_schedule_reaches_the_captured_step(fake, rows):
     group = explainer.net_.predictor_optimizer_.param_groups[0]
     # The predictor's cosine decay after epoch 5 of 5, written into the device tensor.
     assert isinstance(group["lr"], torch.Tensor)
-    assert float(group["lr"]) == pytest.approx(group["base_lr"] * net_module_factor(5, 5))
+    assert float(group["lr"]) == pytest.approx(group["base_lr"] * cosine_factor_of(5, 5))
     # The predictor-only step and the selector step are captured apart.
     assert len(fake.graphs) == 2
 
 
-def net_module_factor(epoch, n_epochs):
+def cosine_factor_of(epoch, n_epochs):
     from sk_sointer.explainers._random_mask import cosine_factor
 
     return cosine_factor(epoch, n_epochs)
 
 
 def test_a_capture_that_fails_leaves_the_step_eager_with_the_reason(monkeypatch, rows):
-    monkeypatch.setattr(net_module, "_CUDA", FakeCuda(fail=True))
+    monkeypatch.setattr(graphs_module, "_CUDA", FakeCuda(fail=True))
     X, y = rows
     with pytest.warns(UserWarning, match=r"runs eagerly on CUDA: capturing it failed "
                                          r"\(RuntimeError: operation not permitted"):

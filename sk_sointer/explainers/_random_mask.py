@@ -13,7 +13,8 @@ import math
 import torch
 
 from .._outputs import output_loss
-from ._net import SelectorJudgeNet, Update, set_lr
+from ._graphs import set_lr
+from ._net import SelectorJudgeNet, Update
 
 
 def random_masks(n_rows, n_groups, device):
