@@ -380,13 +380,11 @@ def output_loss(predicted, target, spec, reduction="mean"):
     for start, stop in categorical:
         per_row = per_row - (target[:, start:stop] * F.log_softmax(predicted[:, start:stop], 1)).sum(1)
     if bernoulli.numel():
-        columns = bernoulli
         per_row = per_row + F.binary_cross_entropy_with_logits(
-            predicted[:, columns], target[:, columns], reduction="none"
+            predicted[:, bernoulli], target[:, bernoulli], reduction="none"
         ).sum(1)
     if real.numel():
-        columns = real
-        per_row = per_row + ((predicted[:, columns] - target[:, columns]) ** 2).sum(1)
+        per_row = per_row + ((predicted[:, real] - target[:, real]) ** 2).sum(1)
     return per_row.mean() if reduction == "mean" else per_row
 
 
@@ -398,14 +396,12 @@ def output_values(predicted, spec):
     for start, stop in categorical:
         values[:, start:stop] = torch.softmax(predicted[:, start:stop], dim=1)
     if bernoulli.numel():
-        columns = bernoulli
-        values[:, columns] = torch.sigmoid(predicted[:, columns])
+        values[:, bernoulli] = torch.sigmoid(predicted[:, bernoulli])
     if real.numel() and spec.center is not None:
-        columns = real
-        real = spec.column_kinds.real.numpy()
-        center = torch.as_tensor(spec.center[real], dtype=values.dtype, device=values.device)
-        scale = torch.as_tensor(spec.scale[real], dtype=values.dtype, device=values.device)
-        values[:, columns] = predicted[:, columns] * scale + center
+        on_host = spec.column_kinds.real.numpy()
+        center = torch.as_tensor(spec.center[on_host], dtype=values.dtype, device=values.device)
+        scale = torch.as_tensor(spec.scale[on_host], dtype=values.dtype, device=values.device)
+        values[:, real] = predicted[:, real] * scale + center
     return values
 
 

@@ -721,8 +721,8 @@ class BaseExplainer(
             return
         if isinstance(group_masks, torch.Tensor):
             # Made, expanded and given out's dtype on the device: one copy out.
-            masks = self.masker_.expand(group_masks.bool())
-            torch.from_numpy(out).copy_(masks.to(_TORCH_DTYPES[out.dtype]))
+            target = torch.from_numpy(out)
+            target.copy_(self.masker_.expand(group_masks.bool()).to(target.dtype))
             return
         out[...] = self.masker_.expand(group_masks)
 
@@ -760,9 +760,6 @@ class BaseExplainer(
         tags.target_tags.required = True
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
-
-
-_TORCH_DTYPES = {np.dtype(np.float32): torch.float32, np.dtype(np.float64): torch.float64}
 
 
 def _explains_on_device(device):

@@ -94,10 +94,11 @@ class Configurations:
     def _tables(self, device):
         """The lookup tables on ``device``, copied there once: ``(binary, columns, first,
         second)``."""
-        if device not in self._on_device:
+        cache = self.__dict__.setdefault("_on_device", {})  # absent from older pickles
+        if device not in cache:
             tables = (self._binary, self._columns, *self._pairs)
-            self._on_device[device] = tuple(table.to(device) for table in tables)
-        return self._on_device[device]
+            cache[device] = tuple(table.to(device) for table in tables)
+        return cache[device]
 
     def __getstate__(self):
         state = self.__dict__.copy()
@@ -111,11 +112,11 @@ class Configurations:
 
     def index(self, codes):
         """Position of configurations ``codes`` in :meth:`all` (mixed radix)."""
-        key = ("strides", codes.device)
-        if key not in self._on_device:  # enumerated configurations only: they fit in int64
+        cache, key = self.__dict__.setdefault("_on_device", {}), ("strides", codes.device)
+        if key not in cache:  # enumerated configurations only: their strides fit in int64
             strides = np.concatenate([np.cumprod(self.states[::-1])[::-1][1:], [1]])
-            self._on_device[key] = torch.as_tensor(strides, device=codes.device)
-        return (codes * self._on_device[key]).sum(-1)
+            cache[key] = torch.as_tensor(strides, device=codes.device)
+        return (codes * cache[key]).sum(-1)
 
     def encode(self, codes):
         """``phi(y)`` of configurations ``codes`` (``(..., n_outputs)`` int): unary columns,
