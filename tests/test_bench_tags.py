@@ -75,6 +75,14 @@ def test_top_words_are_counted_over_the_rows_predicted_with_the_tag():
         ["a", 1.0], ["b", 0.5]]
 
 
+def test_the_top_words_table_stars_swear_words_and_the_records_keep_them():
+    record = {"study": "tags", "dataset": "coachella2015", "method": "sointer", "seed": 0,
+              "metric": "fit_s", "value": 1.0, "top_words": [["fuck", 0.02], ["lineup", 0.2]]}
+    cells = [r["value"] for r in tags.with_top_words([record]) if r["metric"] == "top_word"]
+    assert cells == ["f**k (2 %)", "lineup (20 %)"]
+    assert record["top_words"][0][0] == "fuck"
+
+
 def test_fast_profile_records_every_tag_and_method(fast_run):
     payload, _ = fast_run
     records = payload["records"]

@@ -357,6 +357,15 @@ def _energy_text(profile):
     return text + f"; interpreter {params.get('max_epochs')} epochs. "
 
 
+# Words the README's table prints with their inner letters starred: tweets are not edited,
+# and the records keep every word as it is.
+_STARRED = frozenset({"fuck", "fucking", "shit", "bitch", "cunt", "dick", "asshole"})
+
+
+def _shown(word):
+    return word[0] + "*" * (len(word) - 2) + word[-1] if word in _STARRED else word
+
+
 def with_top_words(records):
     """The records and, for the table of top words, one record per (tag, rank) whose value
     is the text of its cell: the word and the share of the tweets predicted with the tag
@@ -366,7 +375,8 @@ def with_top_words(records):
         if r["method"] == "sointer" and r["metric"] == "fit_s" and r.get("top_words"):
             words += [{"study": r["study"], "dataset": r["dataset"], "method": TOP_WORDS,
                        "seed": None, "metric": "top_word", "unit": "", "rank": rank,
-                       "tag": "#" + r["dataset"], "value": f"{word} ({100 * share:.0f} %)"}
+                       "tag": "#" + r["dataset"],
+                       "value": f"{_shown(word)} ({100 * share:.0f} %)"}
                       for rank, (word, share) in enumerate(r["top_words"], start=1)]
     return [*records, *words]
 
