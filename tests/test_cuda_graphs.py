@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from skorch.callbacks import GradientNormClipping
+from skorch.callbacks import Callback, GradientNormClipping
 
 import sk_sointer.explainers._graphs as graphs_module
 from sk_sointer import L2XExplainer, RealXExplainer, SOInterExplainer, EnergyNet
@@ -108,6 +108,32 @@ def test_a_learning_rate_schedule_reaches_the_captured_step(fake, rows):
     assert float(group["lr"]) == pytest.approx(group["base_lr"] * cosine_factor_of(5, 5))
     # The predictor-only step and the selector step are captured apart.
     assert len(fake.graphs) == 2
+
+
+class SetsLearningRate(Callback):
+    """Sets the learning rate to a number at an epoch, as skorch's ``set_params`` and
+    schedulers of its own do."""
+
+    def __init__(self, epoch, lr):
+        self.epoch, self.lr = epoch, lr
+
+    def on_epoch_begin(self, net, **kwargs):
+        if len(net.history) == self.epoch:
+            group = net.optimizer_.param_groups[0]
+            self.captured = group["lr"]
+            group["lr"] = self.lr
+
+
+def test_a_learning_rate_set_as_a_number_reaches_the_captured_step(fake, rows):
+    X, y = rows
+    setter = SetsLearningRate(epoch=4, lr=0.5)
+    explainer = L2XExplainer(k=2, max_epochs=6, batch_size=250, refine=None, device="cpu",
+                             random_state=0, callbacks=[setter]).fit(X, y)
+    assert len(fake.graphs) == 1 and fake.graphs[0].replays > 0
+    # The graph's tensor (the one it reads) is back in the group, with the new value.
+    assert isinstance(setter.captured, torch.Tensor)
+    assert explainer.net_.optimizer_.param_groups[0]["lr"] is setter.captured
+    assert float(setter.captured) == 0.5
 
 
 def cosine_factor_of(epoch, n_epochs):

@@ -62,6 +62,8 @@ class StepGraphs:
     def __init__(self, net):
         self.owner = _graph_owner(net)
         self.graphs, self.warmed, self.failed, self.warned = {}, {}, set(), set()
+        # Each optimizer group's learning-rate tensor, the one its captured steps read.
+        self.lrs = []
 
     def stale(self, net):
         """Whether the net's modules or optimizers are not those these graphs captured (a
@@ -86,14 +88,16 @@ class StepGraphs:
                tuple(targets.shape))
         graph = self.graphs.get(key)
         if graph is not None:
+            self.restore_lrs()
             return graph.replay(X, targets)
         if key in self.failed:
             return net.run_updates(updates, X, targets)
         self.warmed[key] = self.warmed.get(key, 0) + 1
         if self.warmed[key] <= _WARMUP_STEPS:
             for optimizer in _optimizers(updates):
-                _CUDA.make_capturable(optimizer, X.device)
+                self.make_capturable(optimizer, X.device)
             return _CUDA.warm_up(X.device, lambda: net.run_updates(updates, X, targets))
+        self.restore_lrs()
         try:
             graph = _StepGraph(net, updates, X, targets)
         except Exception as error:  # noqa: BLE001 - any failure falls back, with its reason
@@ -104,6 +108,25 @@ class StepGraphs:
             return net.run_updates(updates, X, targets)
         self.graphs[key] = graph
         return graph.replay(X, targets)
+
+
+    def make_capturable(self, optimizer, device):
+        known = {id(group) for group, _ in self.lrs}
+        _CUDA.make_capturable(optimizer, device)
+        self.lrs += [(group, group["lr"]) for group in optimizer.param_groups
+                     if id(group) not in known and isinstance(group["lr"], torch.Tensor)]
+
+    def restore_lrs(self):
+        """Bring back each group's learning-rate tensor where a callback or ``set_params``
+        replaced it (skorch sets a number), with the new value written into it: a captured
+        step reads that tensor only, and would go on with the old rate."""
+        for group, lr in self.lrs:
+            if group["lr"] is not lr:
+                if isinstance(group["lr"], torch.Tensor):
+                    lr.copy_(group["lr"])
+                else:
+                    lr.fill_(float(group["lr"]))
+                group["lr"] = lr
 
 
 class _StepGraph:
