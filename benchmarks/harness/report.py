@@ -192,8 +192,9 @@ def render(study, records, machine, profile, titles=None):
     the tables of these titles."""
     if study.postprocess is not None:
         records = study.postprocess(records)
+    # A caption breaks between words only: "Post-hoc" stays whole.
     lines = [] if titles else [*textwrap.wrap(study.caption(records, machine, profile),
-                                              width=92), ""]
+                                              width=92, break_on_hyphens=False), ""]
     for table in study.tables:
         if not titles or table.title in titles:
             pivot = _pivot(study, table, records, profile)

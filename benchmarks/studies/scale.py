@@ -456,7 +456,7 @@ def notes(records, machine, profile):
         rows += [(f"{METHODS[r['method']].label} ``transform`` (this run, {n_rows:,} x {width})",
                   1000 * r["value"] / n_rows) for r in done
                  if (r["n_features"], r["n_rows"]) == (width, n_rows)]
-    return lines + [*textwrap.wrap(text, width=92), "", *report._grid_table(
+    return lines + [*textwrap.wrap(text, width=92, break_on_hyphens=False), "", *report._grid_table(
         "Per-row peers (from the synthetic benchmark)", ["Method", "ms / row",
                                                          "Hours per\n1M rows"],
         [[label, f"{ms:.3g}", f"{ms * 1e6 / 1e3 / 3600:.3g}"] for label, ms in rows])]

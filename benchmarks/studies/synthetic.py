@@ -157,7 +157,8 @@ def notes(records, machine, profile):
             "Encoding probe: XOR with k = 1. One feature alone says nothing about the XOR "
             "label, so an honest 1-feature explanation leaves an evaluator trained on random "
             "masks (EVAL-X) near 50 %; a method's own predictor that does better reads the "
-            "label from *which* feature was chosen (REAL-X, Lemma 1).", width=92)
+            "label from *which* feature was chosen (REAL-X, Lemma 1).", width=92,
+            break_on_hyphens=False)
     return lines
 
 
