@@ -19,6 +19,7 @@ import pytest
 import torch
 from sklearn.linear_model import LogisticRegression
 from sklearn.neural_network import MLPClassifier
+from skorch.callbacks import Callback, GradientNormClipping
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from sk_sointer import (EnergyNet, HardKumaExplainer, L2XExplainer, MEEDExplainer,
@@ -226,3 +227,48 @@ def test_an_epoch_reads_its_losses_back_once_whatever_its_batches(make, rows):
         # skorch's epoch loss: the batches' mean weighted by their sizes.
         assert epoch["train_loss"] == pytest.approx(
             np.mean([row["train_loss"] for row in epoch["batches"]]))
+
+
+class WatchesGradients(Callback):
+    """Records a selector weight as it is when the gradient reaches the callbacks, and
+    after the batch's step."""
+
+    def on_train_begin(self, net, **kwargs):
+        self.at_gradient, self.after_step = [], []
+
+    def on_grad_computed(self, net, named_parameters, **kwargs):
+        name, param = next(iter(named_parameters))
+        assert param.grad is not None, name
+        self.at_gradient.append(param.detach().clone())
+
+    def on_batch_end(self, net, training, **kwargs):
+        if training:
+            self.after_step.append(next(net.module_.parameters()).detach().clone())
+
+
+@pytest.mark.parametrize("make", [
+    lambda: L2XExplainer(k=2, refine=None),
+    lambda: HardKumaExplainer(k=2, predictor_masks="joint", refine=None),
+], ids=["L2X", "HardKuma"])
+def test_a_callback_on_the_gradient_acts_before_the_optimizer_steps(make, rows):
+    """As in skorch, ``on_grad_computed`` comes between the backward pass and the step:
+    a weight seen there is the one before the step, and clipping the gradients to zero
+    leaves the fit where it starts."""
+    X, y, _ = rows
+    watch = WatchesGradients()
+    make().set_params(max_epochs=1, batch_size=120, device="cpu", random_state=0,
+                      callbacks=[watch]).fit(X, y)
+    assert len(watch.at_gradient) == len(watch.after_step) == 2
+    assert not torch.equal(watch.at_gradient[0], watch.after_step[0])
+    assert torch.equal(watch.at_gradient[1], watch.after_step[0])
+
+    class Initial(Callback):
+        def on_train_begin(self, net, **kwargs):
+            self.weights = [p.detach().clone() for p in net.module_.parameters()]
+
+    initial = Initial()
+    clipped = make().set_params(max_epochs=2, batch_size=120, device="cpu", random_state=0,
+                                optimizer="sgd", callbacks=[initial, GradientNormClipping(0.0)]
+                                ).fit(X, y).net_.module_
+    for before, after in zip(initial.weights, clipped.parameters()):
+        torch.testing.assert_close(after.detach(), before)

@@ -39,6 +39,14 @@ def step_graphs(net, updates, X, targets):
     return None
 
 
+def reads_gradients(net):
+    """The names of the net's callbacks that act on the gradients (that override
+    ``on_grad_computed``): a step notifies them between its backward pass and its
+    optimizer step, which a captured step cannot."""
+    return [type(cb).__name__ for _, cb in getattr(net, "callbacks_", [])
+            if type(cb).on_grad_computed is not Callback.on_grad_computed]
+
+
 def _optimizers(updates):
     for update in updates:
         yield from (update.optimizer if isinstance(update.optimizer, tuple)
@@ -77,8 +85,7 @@ class StepGraphs:
         for optimizer in _optimizers(updates):
             if "capturable" not in optimizer.defaults:
                 return f"{type(optimizer).__name__} has no capturable mode"
-        reading = [type(cb).__name__ for _, cb in getattr(net, "callbacks_", [])
-                   if type(cb).on_grad_computed is not Callback.on_grad_computed]
+        reading = reads_gradients(net)
         if reading:
             return f"the callback {reading[0]} reads the gradients in every step"
         return None

@@ -38,7 +38,7 @@ from .._outputs import OutputLoss, output_values
 from .._utils import PortableNet, _store_params, in_chunks
 from .._topk import topk_mask
 from ..distributions import GumbelTopK
-from ._graphs import step_graphs
+from ._graphs import reads_gradients, step_graphs
 
 
 class Update(NamedTuple):
@@ -116,9 +116,13 @@ class UpdateSteps:
         for module in update.evaluation:
             set_mode(module, False)
         objective, out = update.loss(X, targets)
-        self.step(update.optimizer, objective, *update.modules)
-        self.notify("on_grad_computed", batch=batch, training=True,
-                    named_parameters=TeeGenerator(_named_parameters(update.modules)))
+        self.set_grads(objective, update.modules)
+        if reads_gradients(self):
+            # Between the gradient and the step, as in skorch: a callback that clips the
+            # gradients (GradientNormClipping) clips what the optimizer then applies.
+            self.notify("on_grad_computed", batch=batch, training=True,
+                        named_parameters=TeeGenerator(_named_parameters(update.modules)))
+        _step_each(update.optimizer)
         return out
 
     @staticmethod
@@ -126,12 +130,16 @@ class UpdateSteps:
         """Step ``optimizer`` (or each of a tuple of optimizers) on the gradient of ``loss``
         with respect to the parameters of ``modules`` only: other modules' ``.grad`` stay
         untouched, so a loss meant for one network can never train another."""
+        UpdateSteps.set_grads(loss, modules)
+        _step_each(optimizer)
+
+    @staticmethod
+    def set_grads(loss, modules):
+        """Set the ``.grad`` of the parameters of ``modules`` to the gradient of ``loss``."""
         params = [p for module in modules for p in module.parameters() if p.requires_grad]
         grads = torch.autograd.grad(loss, params, allow_unused=True)
         for param, grad in zip(params, grads):
             param.grad = grad  # replaces, so nothing from a previous step accumulates
-        for one in optimizer if isinstance(optimizer, tuple) else (optimizer,):
-            one.step()
 
     def fit_loop(self, X, y=None, epochs=None, **fit_params):
         # Captured steps serve one training loop: the next one (a refit, a partial_fit)
@@ -439,6 +447,11 @@ def index_batches(net, dataset, training, *, on_device=True):
             )
             X, y = tensors
     return _IndexBatches(X, y, net.batch_size, shuffle=training, skip_single_last=training)
+
+
+def _step_each(optimizer):
+    for one in optimizer if isinstance(optimizer, tuple) else (optimizer,):
+        one.step()
 
 
 def set_mode(module, training):
