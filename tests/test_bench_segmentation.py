@@ -28,12 +28,12 @@ def test_fast_profile_records_every_method_at_its_k(fast_run):
     assert not [r for r in records if r["metric"] == "error"]
     assert list(dict.fromkeys((r["dataset"], r["method"]) for r in records if r["method"])) == [
         ("pixel_12_12", "sointer"), ("pixel_12_12", "l2x"), ("pixel_12_12", "random"),
-        ("pixel_12_12", "nearest")]
+        ("pixel_12_12", "nearest"), ("pixel_12_12", "greedy")]
     assert {r["k"] for r in records if r["method"]} == {10}
     summary = summarize(records)
     network = summary[("pixel_12_12", None)]
     assert 0.5 < network["model_acc"] <= 1.0
-    for method in ("sointer", "l2x", "random", "nearest"):
+    for method in ("sointer", "l2x", "random", "nearest", "greedy"):
         entry = summary[("pixel_12_12", method)]
         assert 0.0 <= entry["post_acc"] <= 1.0 and 0.0 <= entry["posthoc_acc"] <= 1.0
     # Random pixels lie, on average, as far from (12, 12) as the grid's pixels do.
@@ -47,6 +47,36 @@ def test_fast_profile_records_every_method_at_its_k(fast_run):
     nearest = (4 * 1 + 4 * np.sqrt(2) + 2) / 10
     assert summary[("pixel_12_12", "nearest")]["distance"] == pytest.approx(nearest)
     assert summary[("pixel_12_12", "nearest")]["target_kept"] == 1.0
+    # The search that reads the network keeps its label best.
+    assert summary[("pixel_12_12", "greedy")]["posthoc_acc"] >= max(
+        summary[("pixel_12_12", method)]["posthoc_acc"] for method in ("sointer", "nearest"))
+
+
+def test_the_greedy_reference_keeps_k_pixels_of_the_field_and_reads_the_network_exactly():
+    torch.manual_seed(0)
+    model = segmentation.SegmentationFCN().eval()
+    X = np.random.default_rng(0).uniform(0, 1, (30, 576))
+    fill = X.mean(axis=0)
+    masks = segmentation.greedy_masks(model, X, fill, 16, 9, k=4, chunk=7)
+    assert masks.shape == (30, 576) and (masks.sum(axis=1) == 4).all()
+    rows, cols = np.divmod(np.nonzero(masks)[1], 24)
+    assert (np.abs(rows - 16) <= 5).all() and (np.abs(cols - 9) <= 5).all()
+    # Each pick is the best one: no other pixel of the field, added to the first three,
+    # moves the network's logit further to its own label (computed on whole images).
+    index = 16 * 24 + 9
+    with torch.no_grad():
+        own = torch.sign(model(torch.as_tensor(X, dtype=torch.float32))[:, index])
+    row = 0
+    first = segmentation.greedy_masks(model, X[:1], fill, 16, 9, k=3)[0]
+    last = np.nonzero(masks[row] & ~first)[0]
+    assert len(last) == 1
+    field = [r * 24 + c for r in range(11, 22) for c in range(4, 15) if not first[r * 24 + c]]
+    trials = np.stack([np.where(first | (np.arange(576) == p), X[row], fill) for p in field])
+    with torch.no_grad():
+        margins = model(torch.as_tensor(trials, dtype=torch.float32))[:, index] * own[row]
+    assert field[int(margins.argmax())] == last[0]
+    with pytest.raises(ValueError, match="field inside the image"):
+        segmentation.greedy_masks(model, X, fill, 2, 9, k=1)
 
 
 def test_fast_profile_renders_the_tables(fast_run):
