@@ -116,8 +116,9 @@ class StepGraphs:
         self.graphs[key] = graph
         return graph.replay(X, targets)
 
-
     def make_capturable(self, optimizer, device):
+        """Make ``optimizer`` capturable (:data:`_CUDA`) and keep its groups' new
+        learning-rate tensors, the ones its captured steps will read."""
         known = {id(group) for group, _ in self.lrs}
         _CUDA.make_capturable(optimizer, device)
         self.lrs += [(group, group["lr"]) for group in optimizer.param_groups
