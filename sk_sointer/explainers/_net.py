@@ -116,21 +116,20 @@ class UpdateSteps:
         for module in update.evaluation:
             set_mode(module, False)
         objective, out = update.loss(X, targets)
-        self.set_grads(objective, update.modules)
-        if reads_gradients(self):
-            # Between the gradient and the step, as in skorch: a callback that clips the
-            # gradients (GradientNormClipping) clips what the optimizer then applies.
-            self.notify("on_grad_computed", batch=batch, training=True,
-                        named_parameters=TeeGenerator(_named_parameters(update.modules)))
-        _step_each(update.optimizer)
+        self.step(update.optimizer, objective, *update.modules, batch=batch)
         return out
 
-    @staticmethod
-    def step(optimizer, loss, *modules):
+    def step(self, optimizer, loss, *modules, batch=None):
         """Step ``optimizer`` (or each of a tuple of optimizers) on the gradient of ``loss``
         with respect to the parameters of ``modules`` only: other modules' ``.grad`` stay
-        untouched, so a loss meant for one network can never train another."""
-        UpdateSteps.set_grads(loss, modules)
+        untouched, so a loss meant for one network can never train another.
+
+        Callbacks that act on the gradients (``on_grad_computed``) get them in between, as
+        in skorch: a ``GradientNormClipping`` clips what the optimizer then applies."""
+        self.set_grads(loss, modules)
+        if reads_gradients(self):
+            self.notify("on_grad_computed", batch=batch, training=True,
+                        named_parameters=TeeGenerator(_named_parameters(modules)))
         _step_each(optimizer)
 
     @staticmethod
