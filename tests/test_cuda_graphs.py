@@ -136,6 +136,23 @@ def test_a_learning_rate_set_as_a_number_reaches_the_captured_step(fake, rows):
     assert float(setter.captured) == 0.5
 
 
+class SetsWeightDecay(Callback):
+    def on_epoch_begin(self, net, **kwargs):
+        if len(net.history) == 4:
+            net.optimizer_.param_groups[0]["weight_decay"] = 0.5
+
+
+def test_a_changed_optimizer_setting_captures_the_step_again(fake, rows):
+    X, y = rows
+    L2XExplainer(k=2, max_epochs=8, batch_size=250, refine=None, device="cpu",
+                 random_state=0, callbacks=[SetsWeightDecay()]).fit(X, y)
+    # Two batches an epoch. Steps 1-3 warm up, step 4 is captured; the change comes after
+    # epoch 3 (step 6): steps 7-9 warm up again, step 10 is captured again.
+    assert fake.warm_ups == 6
+    assert len(fake.graphs) == 2
+    assert [graph.replays for graph in fake.graphs] == [6 - 3, 16 - 9]
+
+
 def cosine_factor_of(epoch, n_epochs):
     from sk_sointer.explainers._random_mask import cosine_factor
 

@@ -94,6 +94,12 @@ class StepGraphs:
         key = (tuple((_update_name(u), u.constants) for u in updates), tuple(X.shape),
                tuple(targets.shape))
         graph = self.graphs.get(key)
+        if graph is not None and graph.settings != _settings(updates):
+            # An optimizer setting the graph holds as a number changed (a callback set the
+            # weight decay, say): capture the step again, after new warm-up steps.
+            del self.graphs[key]
+            self.warmed[key] = 0
+            graph = None
         if graph is not None:
             self.restore_lrs()
             return graph.replay(X, targets)
@@ -143,6 +149,7 @@ class _StepGraph:
 
     def __init__(self, net, updates, X, targets):
         self.X, self.targets = X.clone(), targets.clone()
+        self.settings = _settings(updates)
         self.graph, self.record = _CUDA.capture(
             lambda: net.run_updates(updates, self.X, self.targets))
 
@@ -161,6 +168,14 @@ def _cloned(value):
     if isinstance(value, dict):
         return {name: _cloned(item) for name, item in value.items()}
     return value
+
+
+def _settings(updates):
+    """The optimizers' settings that a captured step holds as numbers: every group's
+    options but its parameters and its learning rate (a tensor the step reads)."""
+    return [[(name, value) for name, value in group.items()
+             if name not in ("params", "lr") and not isinstance(value, torch.Tensor)]
+            for optimizer in _optimizers(updates) for group in optimizer.param_groups]
 
 
 def _graph_owner(net):
