@@ -1,38 +1,50 @@
-"""Amortized instance-wise feature selection for black-box models, with a scikit-learn API."""
+"""Amortized instance-wise feature selection for black-box models, with a scikit-learn API.
 
-from ._networks import CNN, MLP, CNNSelector, EnergyMLP, TokenCNN, TokenCNNSelector
-from ._persist import load, save
-from ._search import ModelRefinement
-from .black_box import BlackBox, as_black_box
-from .explainers import (
-    EnergyNet,
-    HardKumaExplainer,
-    L2XExplainer,
-    MEEDExplainer,
-    RealXExplainer,
-    SOInterExplainer,
-)
+The public names are imported on first use (PEP 562): ``python -m sk_sointer --help`` and
+anything else that only reads the version run without importing torch.
+"""
+
+import importlib
+import importlib.util
+
 from ._version import __version__
-from .metrics import EvalXEvaluator
 
-__all__ = [
-    "BlackBox",
-    "CNN",
-    "CNNSelector",
-    "EnergyMLP",
-    "EnergyNet",
-    "EvalXEvaluator",
-    "HardKumaExplainer",
-    "L2XExplainer",
-    "MEEDExplainer",
-    "MLP",
-    "ModelRefinement",
-    "RealXExplainer",
-    "SOInterExplainer",
-    "TokenCNN",
-    "TokenCNNSelector",
-    "__version__",
-    "as_black_box",
-    "load",
-    "save",
-]
+# Public name -> the module that defines it.
+_PUBLIC = {
+    "BlackBox": ".black_box",
+    "CNN": "._networks",
+    "CNNSelector": "._networks",
+    "EnergyMLP": "._networks",
+    "EnergyNet": ".explainers",
+    "EvalXEvaluator": ".metrics",
+    "HardKumaExplainer": ".explainers",
+    "L2XExplainer": ".explainers",
+    "MEEDExplainer": ".explainers",
+    "MLP": "._networks",
+    "ModelRefinement": "._search",
+    "RealXExplainer": ".explainers",
+    "SOInterExplainer": ".explainers",
+    "TokenCNN": "._networks",
+    "TokenCNNSelector": "._networks",
+    "as_black_box": ".black_box",
+    "load": "._persist",
+    "save": "._persist",
+}
+
+__all__ = sorted([*_PUBLIC, "__version__"])
+
+
+def __getattr__(name):
+    if name in _PUBLIC:
+        value = getattr(importlib.import_module(_PUBLIC[name], __name__), name)
+    elif not name.startswith("__") and importlib.util.find_spec(f"{__name__}.{name}"):
+        # A submodule read as an attribute (sk_sointer.metrics), as after an eager import.
+        value = importlib.import_module(f".{name}", __name__)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted({*globals(), *_PUBLIC})

@@ -28,7 +28,7 @@ import math
 import sys
 import traceback
 
-from ._common import _InputError, _ModelError, _defaults, _methods
+from ._common import _HELP_DEFAULTS, _InputError, _ModelError
 from .demo import _DEMO_MIN_ROWS, _DEMO_SETS, _run_demo
 from .explain import _run_explain
 from .inspect import _run_inspect
@@ -88,10 +88,9 @@ def _param(text):
         return name, value
 
 
-def _max_epochs_help(methods):
+def _max_epochs_help():
     text = "training epochs of the explainer (default: the method's own)"
-    for name, cls in sorted(methods.items()):
-        defaults = _defaults(cls)
+    for name, defaults in sorted(_HELP_DEFAULTS.items()):
         if defaults.get("predictor_epochs") is not None:
             text += (
                 f". {name} trains its predictor alone for its first predictor_epochs epochs: "
@@ -102,13 +101,13 @@ def _max_epochs_help(methods):
     return text
 
 
-def _k_defaults_help(methods):
+def _k_defaults_help():
     parts = []
-    for name, cls in sorted(methods.items()):
-        k = _defaults(cls).get("k")
+    for name, defaults in sorted(_HELP_DEFAULTS.items()):
+        k = defaults["k"]
         if k is not None:
             parts.append(f"{name} {k}, or every feature of narrower data")
-        elif "selection_rate" in _defaults(cls):
+        elif "selection_rate" in defaults:
             parts.append(f"{name} none: every feature whose test-time gate is open, a "
                          "selection_rate share of them on average (--param selection_rate=R)")
         else:
@@ -118,16 +117,15 @@ def _k_defaults_help(methods):
 
 
 def _build_parser():
-    methods = _methods()
     parser = argparse.ArgumentParser(
         prog="python -m sk_sointer",
         description="Amortized instance-wise feature selection for black-box models.",
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--method", default=None,
-                        help="explainer: " + ", ".join(sorted(methods)) + " (default: l2x)")
+                        help="explainer: " + ", ".join(sorted(_HELP_DEFAULTS)) + " (default: l2x)")
     common.add_argument("--param", type=_param, action="append", default=[],
                         metavar="NAME=VALUE",
                         help="set any parameter of the explainer, nested ones included, e.g. "
@@ -135,7 +133,7 @@ def _build_parser():
                         "as JSON where it parses (numbers, true, false, null, lists) and as "
                         "text otherwise")
     common.add_argument("--max-epochs", type=_positive_int, default=None,
-                        help=_max_epochs_help(methods))
+                        help=_max_epochs_help())
     common.add_argument("--random-state", type=int, default=0, help="seed (default: 0)")
     common.add_argument("--device", type=_device, default="auto",
                         help="torch device: auto, cpu or cuda (default: auto)")
@@ -171,7 +169,7 @@ def _build_parser():
     explain.add_argument("data", metavar="DATA.csv", help="numeric features, one row per sample")
     explain.add_argument("-k", "--k", type=int, default=None,
                          help="features selected per row (default: the method's own: "
-                         + _k_defaults_help(methods) + ")")
+                         + _k_defaults_help() + ")")
     explain.add_argument("--out", required=True, metavar="MASKS.csv", help="where to write masks")
     explain.add_argument("--scores", default=None, metavar="SCORES.csv",
                          help="also write the real-valued scores behind the masks (higher "
@@ -223,6 +221,9 @@ def main(argv=None):
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse has printed the usage and the error
         return exc.code if isinstance(exc.code, int) else 2
+    if args.command is None:  # nothing asked: what there is to ask
+        parser.print_help()
+        return 0
 
     if hasattr(args, "threads"):
         import torch

@@ -71,13 +71,30 @@ def _one_line(text):
     return " ".join(text.split())
 
 
+# The explainers the CLI can use: --method's name -> the class's public name. New methods
+# plug in here and in _HELP_DEFAULTS.
+_METHOD_CLASSES = {"l2x": "L2XExplainer", "realx": "RealXExplainer",
+                   "hardkuma": "HardKumaExplainer", "meed": "MEEDExplainer",
+                   "sointer": "SOInterExplainer"}
+
+# The defaults that --help quotes, written out because printing the help must not import
+# the classes (and torch with them); tests/test_cli.py keeps them equal to the classes'
+# signatures. A method lists predictor_epochs or selection_rate only if it has them.
+_HELP_DEFAULTS = {
+    "l2x": {"k": 4, "max_epochs": 100},
+    "realx": {"k": None, "max_epochs": 160, "predictor_epochs": 100},
+    "hardkuma": {"k": None, "max_epochs": 100, "predictor_epochs": None,
+                 "selection_rate": None},
+    "meed": {"k": 4, "max_epochs": 100},
+    "sointer": {"k": 4, "max_epochs": 50},
+}
+
+
 def _methods():
-    """Explainer classes the CLI can use, by name; new methods plug in here."""
+    """Explainer classes the CLI can use, by name (imports them, and torch)."""
     import sk_sointer
 
-    return {"l2x": sk_sointer.L2XExplainer, "realx": sk_sointer.RealXExplainer,
-            "hardkuma": sk_sointer.HardKumaExplainer, "meed": sk_sointer.MEEDExplainer,
-            "sointer": sk_sointer.SOInterExplainer}
+    return {name: getattr(sk_sointer, cls) for name, cls in _METHOD_CLASSES.items()}
 
 
 def _method(name):
