@@ -75,6 +75,23 @@ refine : "model", ModelRefinement or None, default="model"
     (not only its outputs) and ``k`` is set. ``None`` trains with the paper's objective
     alone. On real tables the paper's surrogate judges, which see the model's outputs on
     full rows only, tend to learn one global subset; see the README's real-tables benchmark.""",
+    "repair": """\
+repair : "model", RowRepair or None, default=None
+    Check every row's mask against the model in :meth:`transform` (does the model keep its
+    answer on the masked row?) and search further, row by row, where it does not: swaps
+    from the selector's mask, each judged by the model, within a query budget a row
+    (:class:`~sk_sointer.RowRepair`; ``"model"``: its defaults). The masks then hold on
+    more rows, at the price of model queries (two a row for the check, more for a failing
+    row): milliseconds a row rather than microseconds. ``repair_report_`` records the
+    rows checked, failed and repaired and the queries spent. Needs the model at ``fit``.""",
+    "background": """\
+background : int, array-like or None, default=None
+    How the model is asked about a row with features left out (``score``, :meth:`check`,
+    the refinement and the repair). ``None``: the left-out features take the baseline (one
+    query a row). An int ``n``: ``n`` training rows drawn at ``fit`` (with
+    ``random_state``) fill them in turn and the model's outputs are averaged (``n``
+    queries a row), so that the model is judged on values it has seen, as with shap's
+    background data; an array: those rows. Needs the model at ``fit``.""",
     "optimizer": """\
 optimizer : {"adam", "adamw", "rmsprop", "sgd"} or torch optimizer class, default="adam"
     Optimizer class, by name or as a ``torch.optim.Optimizer`` subclass.""",
@@ -128,6 +145,10 @@ n_features_in_ : int
     "feature_names_in_": """\
 feature_names_in_ : ndarray of shape (``n_features_in_``,)
     Names of features seen during fit, when ``X`` had string column names.""",
+    "fit_time_": """\
+fit_time_ : float
+    Seconds the last ``fit`` took, refinement included (what
+    :func:`~sk_sointer.metrics.evaluate` reports as ``fit_s``).""",
 }
 # Runs of entries that every estimator lists in the same order, under one name.
 PARAMETER_DOCS["training"] = "\n\n".join(
@@ -137,7 +158,8 @@ PARAMETER_DOCS["row_layout"] = "\n\n".join(
     PARAMETER_DOCS[name] for name in ("baseline", "groups", "image_shape", "patch_size"))
 PARAMETER_DOCS["fitted_"] = "\n\n".join(
     PARAMETER_DOCS[name]
-    for name in ("k_", "output_spec_", "masker_", "n_features_in_", "feature_names_in_"))
+    for name in ("k_", "output_spec_", "masker_", "n_features_in_", "feature_names_in_",
+                 "fit_time_"))
 """Numpydoc entries of the parameters (and fitted attributes) shared by the explainers and the EVAL-X evaluator."""
 
 _PLACEHOLDER = re.compile(r"%(?:%|\((\w+)\)s)")

@@ -17,11 +17,16 @@ functions here ask the model that question directly:
   (the training itself is the net base's, ``SelectorJudgeNet.refine``).
 """
 
+import time
+from numbers import Integral, Real
+
 import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.utils import Bunch
+from sklearn.utils._param_validation import Interval, InvalidParameterError
 
 from ._utils import in_chunks
-from .black_box import model_agreement
+from .black_box import model_agreement, model_answers
 
 # A log-probability below this carries no more information on whether the answer is kept;
 # the floor keeps one confidently wrong row from dominating a batch's rewards.
@@ -165,15 +170,20 @@ class ModelRefinement(BaseEstimator):
     Parameters
     ----------
     max_queries : int, default=1_000_000
-        Budget of masked rows sent to the model over the whole refinement (the epochs' draws
-        and their evaluations); the number of epochs follows from it, between one and
-        ``max_epochs``. A 100-tree random forest answers about 10^5 to 10^6 rows a second.
+        Most rows sent to the model over the whole refinement: the greedy search, the
+        epochs' draws and every evaluation, the model's answers on the judged rows
+        included. It is a bound: the steps that the rest of the budget cannot pay for
+        (with the evaluation that ends their epoch) are not taken. The evaluation rows
+        are at most an eighth of it; a budget of under 8 queries leaves the selector as
+        the method trained it. A 100-tree random forest answers about 10^5 to 10^6 rows a
+        second.
     max_epochs : int, default=100
         Most passes over the training rows.
     n_samples : int, default=8
         k-subsets drawn per row and step.
     batch_size : int, default=128
-        Training rows per step (the model answers ``batch_size * n_samples`` rows a step).
+        Training rows per step (the model answers ``batch_size * n_samples`` rows a step);
+        at least 2, as the selector's batch normalisation needs.
     lr : float, default=3e-3
         Learning rate of the refinement's optimizer (the explainer's optimizer class).
     log_weight : float, default=0.1
@@ -187,15 +197,39 @@ class ModelRefinement(BaseEstimator):
         Share of ``max_queries`` spent on the greedy search whose subsets the selector
         imitates; the rest pays for the epochs. ``0`` trains by the score-function
         gradient alone.
+    max_seconds : float, default=None
+        Time budget of the refinement, in seconds (``None``: none). Checked before every
+        step and between chunks of the greedy search: once it has passed, the epoch under
+        way takes no more steps, its selector is judged (one evaluation) and the
+        refinement ends, the best selector judged so far being kept. It can be overrun by
+        one step, one chunk of the greedy search and one evaluation.
+
+    Notes
+    -----
+    The parameters are validated when the explainer that holds the refinement is fitted.
 
     See Also
     --------
     sk_sointer._search.greedy_subsets : The per-row greedy search by the same reward.
     """
 
+    _parameter_constraints: dict = {
+        "max_queries": [Interval(Integral, 0, None, closed="left")],
+        "max_epochs": [Interval(Integral, 1, None, closed="left")],
+        "n_samples": [Interval(Integral, 1, None, closed="left")],
+        # The selector's batch normalisation cannot normalise a batch of one row.
+        "batch_size": [Interval(Integral, 2, None, closed="left")],
+        "lr": [Interval(Real, 0, None, closed="neither")],
+        "log_weight": [Interval(Real, 0, None, closed="left")],
+        "n_eval_rows": [Interval(Integral, 1, None, closed="left")],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "imitate_share": [Interval(Real, 0, 1, closed="both")],
+        "max_seconds": [Interval(Real, 0, None, closed="neither"), None],
+    }
+
     def __init__(self, *, max_queries=1_000_000, max_epochs=100, n_samples=8, batch_size=128,
                  lr=3e-3, log_weight=0.1, n_eval_rows=2000, n_iter_no_change=20,
-                 imitate_share=0.5):
+                 imitate_share=0.5, max_seconds=None):
         self.max_queries = max_queries
         self.max_epochs = max_epochs
         self.n_samples = n_samples
@@ -205,22 +239,48 @@ class ModelRefinement(BaseEstimator):
         self.n_eval_rows = n_eval_rows
         self.n_iter_no_change = n_iter_no_change
         self.imitate_share = imitate_share
+        self.max_seconds = max_seconds
 
-    def n_imitated(self, n_rows, k, n_groups):
-        """Training rows whose greedy subsets the budget's ``imitate_share`` pays for."""
-        per_row = k * n_groups - k * (k - 1) // 2
-        return int(min(n_rows, self.max_queries * self.imitate_share // max(per_row, 1)))
+    def validate(self):
+        """Check the parameters (sklearn's constraints); :meth:`BaseExplainer.fit` calls it
+        before any training. Booleans are refused where a number is meant."""
+        for name, value in self.get_params().items():
+            if isinstance(value, (bool, np.bool_)):
+                raise InvalidParameterError(
+                    f"The {name!r} parameter of ModelRefinement must be a number, not a bool; "
+                    f"got {value!r}."
+                )
+        self._validate_params()
+        return self
 
-    def epochs_for(self, n_rows):
-        """Epochs over ``n_rows`` training rows that the query budget allows."""
-        # the draws, and the evaluation: the model on the judged rows, full and masked
-        per_epoch = n_rows * self.n_samples + 2 * min(n_rows, self.n_eval_rows)
-        budget = self.max_queries * (1.0 - self.imitate_share)
-        return int(np.clip(budget // max(per_epoch, 1), 1, self.max_epochs))
+    def plan(self, n_rows, k, n_groups):
+        """How ``max_queries`` is spent refining a selector of ``n_groups`` groups at ``k``
+        on ``n_rows`` training rows, or ``None`` when it cannot pay for one evaluation.
+
+        Returns
+        -------
+        plan : Bunch
+            ``n_eval`` (the rows judged after every epoch: their answers and the first
+            evaluation cost ``2 * n_eval`` queries, each epoch's evaluation ``n_eval``),
+            ``n_imitated`` (the rows the greedy search runs on, ``k * n_groups`` queries
+            a row), ``max_epochs`` (the epochs the rest pays for, ``n_rows * n_samples +
+            n_eval`` queries each; at least one, cut short by the budget if need be).
+        """
+        n_eval = min(n_rows, self.n_eval_rows, self.max_queries // 8)
+        if n_eval < 1:
+            return None
+        per_row = k * n_groups  # every group is tried in each of the k rounds
+        # the greedy search's share, leaving what the first epoch's evaluation needs
+        greedy = min(self.max_queries * self.imitate_share, self.max_queries - 3 * n_eval)
+        n_imitated = int(min(n_rows, greedy // max(per_row, 1)))
+        left = self.max_queries - 2 * n_eval - n_imitated * per_row
+        per_epoch = n_rows * self.n_samples + n_eval
+        epochs = int(np.clip(left // per_epoch, 1, self.max_epochs))
+        return Bunch(n_eval=n_eval, n_imitated=n_imitated, max_epochs=epochs)
 
 
 class ModelJudge:
-    """The black box as the judge of masks of its training rows.
+    """The black box as the judge of masks of its training rows, within a budget.
 
     Parameters
     ----------
@@ -237,9 +297,22 @@ class ModelJudge:
         The model's outputs on ``X``.
     log_weight : float
         See :func:`~sk_sointer._search.keep_reward`.
+    max_queries : int, default=None
+        Most rows sent to the model (``None``: no bound); see :meth:`affords`.
+    max_seconds : float, default=None
+        Seconds from now after which :meth:`affords` answers no.
+
+    Attributes
+    ----------
+    n_queries : int
+        Rows sent to the model so far.
     """
 
-    def __init__(self, black_box, masker, spec, X, full, *, log_weight):
+    # Rows of the greedy search sent at once: the time budget is checked between chunks.
+    _GREEDY_ROWS = 256
+
+    def __init__(self, black_box, masker, spec, X, full, *, log_weight, max_queries=None,
+                 max_seconds=None):
         self.black_box = black_box
         self.masker = masker
         self.spec = spec
@@ -247,6 +320,33 @@ class ModelJudge:
         self.full = full
         self.log_weight = log_weight
         self.n_queries = 0
+        self._answers = {}
+        self.set_budget(max_queries, max_seconds)
+
+    def set_budget(self, max_queries=None, max_seconds=None):
+        """Bound the queries from now on to ``max_queries`` more rows and ``max_seconds``."""
+        self.max_queries = None if max_queries is None else self.n_queries + max_queries
+        self.deadline = None if max_seconds is None else time.monotonic() + max_seconds
+
+    def affords(self, n_rows):
+        """Whether ``n_rows`` more queries stay within the budget, before its deadline."""
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            return False
+        return self.max_queries is None or self.n_queries + n_rows <= self.max_queries
+
+    def _spend(self, n_rows):
+        # Callers plan within the budget (see ModelRefinement.plan); a query beyond it is a
+        # bug, never sent.
+        if self.max_queries is not None and self.n_queries + n_rows > self.max_queries:
+            raise RuntimeError(
+                f"The refinement's budget of queries would be exceeded ({self.n_queries:,} "
+                f"sent, {n_rows:,} more asked, at most {self.max_queries:,})."
+            )
+        self.n_queries += n_rows
+
+    def _predict(self, rows):
+        self._spend(len(rows))
+        return self.black_box.predict(rows)
 
     def _masked_rows(self, index, group_masks):
         return self.masker.mask_raw(self.X[index], self.masker.expand(group_masks))
@@ -254,25 +354,51 @@ class ModelJudge:
     def costs(self, index, group_masks):
         """Minus the model's reward for rows ``index`` masked by 0/1 ``group_masks``."""
         rows = self._masked_rows(index, group_masks)
-        self.n_queries += len(rows)
-        reward = keep_reward(self.full[index], in_chunks(self.black_box.predict, rows), self.spec,
+        reward = keep_reward(self.full[index], in_chunks(self._predict, rows), self.spec,
                              log_weight=self.log_weight)
         return -reward.astype(np.float32)
 
     def greedy(self, index, k):
-        """The per-row greedy k-subsets (:func:`greedy_subsets`) of rows ``index``."""
-
-        def predict(rows):
-            self.n_queries += len(rows)
-            return self.black_box.predict(rows)
-
-        return greedy_subsets(predict, self.X[index], self.masker, self.spec, k,
-                              full=self.full[index], log_weight=self.log_weight)
+        """The per-row greedy k-subsets (:func:`greedy_subsets`) of rows ``index``, chunk
+        by chunk while the budget lasts; rows left without a subset are all zero."""
+        chosen = np.zeros((len(index), self.masker.n_groups_), dtype=np.float32)
+        per_row = k * self.masker.n_groups_
+        for start in range(0, len(index), self._GREEDY_ROWS):
+            rows = index[start : start + self._GREEDY_ROWS]
+            if not self.affords(len(rows) * per_row):
+                break
+            chosen[start : start + len(rows)] = greedy_subsets(
+                self._predict, self.X[rows], self.masker, self.spec, k, full=self.full[rows],
+                log_weight=self.log_weight)
+        return chosen
 
     def fidelity(self, index, group_masks):
         """What ``score`` measures, on rows ``index`` masked by ``group_masks`` (on the
-        target output alone, when the explainer explains one)."""
+        target output alone, when the explainer explains one). The model's answers on the
+        full rows are asked once per set of rows."""
+        key = np.asarray(index).tobytes()
+        if key not in self._answers:
+            self._answers[key] = model_answers(_Counted(self), self.X[index])
         rows = self._masked_rows(index, group_masks)
-        self.n_queries += 2 * len(rows)  # the answers on the full rows too
-        scores = model_agreement(self.black_box, self.X[index], rows, multioutput="raw_values")
+        scores = model_agreement(_Counted(self), self.X[index], rows, multioutput="raw_values",
+                                 answers=self._answers[key])
         return float(scores.mean() if self.spec.target is None else scores[self.spec.target])
+
+
+class _Counted:
+    """A :class:`BlackBox` whose every query is counted against a :class:`ModelJudge`'s
+    budget (its outputs and a classifier's own labels alike)."""
+
+    def __init__(self, judge):
+        self._judge = judge
+        self._black_box = judge.black_box
+
+    def __getattr__(self, name):
+        return getattr(self._black_box, name)
+
+    def predict(self, rows):
+        return self._judge._predict(rows)
+
+    def labels(self, rows):
+        self._judge._spend(len(rows))
+        return self._black_box.labels(rows)

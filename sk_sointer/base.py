@@ -32,6 +32,7 @@ hooks:
 
 import math
 import pickle
+import time
 import warnings
 from abc import ABCMeta, abstractmethod
 from dataclasses import dataclass
@@ -40,7 +41,7 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, _fit_context, clone
-from sklearn.utils import assert_all_finite, check_array
+from sklearn.utils import Bunch, assert_all_finite, check_array
 from sklearn.utils._param_validation import (Interval, InvalidParameterError, StrOptions,
                                             validate_parameter_constraints)
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -51,10 +52,12 @@ from ._layout import RowLayout, flatten_rows
 from ._masking import Masker
 from ._networks import MLP
 from ._outputs import OutputSpec, check_outputs, output_agreement
+from ._repair import RowRepair, repair_masks
 from ._search import ModelJudge, ModelRefinement
 from ._utils import in_chunks, inference_chunk, resolve_device, seeded
 from .black_box import BlackBox, as_black_box, model_agreement
 from ._topk import topk_mask
+from ._value import MaskedValue, draw_background, row_check
 
 # With tokens=True, the largest id fit accepts: at least this, or this many times the
 # number of distinct ids in X (see _check_tokens).
@@ -174,6 +177,16 @@ class _SkorchEstimatorMixin:
     def _check_params(self, problem):
         """Check parameters that depend on the data; subclasses extend it."""
 
+    def _draw_background(self, X):
+        """The rows whose values fill left-out features when the model is asked about
+        masked rows (``background``), or ``None`` for the masker's fill (see
+        :class:`~sk_sointer._value.MaskedValue`)."""
+        background = getattr(self, "background", None)
+        if background is not None and not isinstance(background, Integral):
+            background = self.layout_.flatten(background, "background") \
+                if np.ndim(background) > 2 else background
+        return draw_background(background, X, self.random_state)
+
     def _output_target(self, layout, spec):
         """The index of the output a method explains, ``None`` for all of them: ``target``
         as given by default (validated by ``OutputSpec.select``); a method that takes it in
@@ -211,6 +224,7 @@ class _SkorchEstimatorMixin:
         self.layout_ = layout
         self.black_box_ = model
         self.masker_ = masker
+        self.background_ = self._draw_background(X)
         self.output_spec_ = problem.output_spec
         X_scaled = masker.standardize(X)
         outputs, targets = targets, problem.output_spec.standardize(targets)
@@ -351,7 +365,8 @@ class _SkorchEstimatorMixin:
             "verbose": int(self.verbose >= 2),
         }
         if self.verbose == 1:
-            params["callbacks"].append(("epoch_progress", _EpochProgress()))
+            params["callbacks"].append(("epoch_progress",
+                                        _EpochProgress(f"{type(self).__name__} training")))
         elif self.verbose >= 2:
             params["callbacks"].append(("progress_bar", ProgressBar()))
         return params
@@ -405,6 +420,8 @@ class BaseExplainer(
         "image_shape": [tuple, list, None],
         "patch_size": [Integral, tuple, list, None],
         "refine": [StrOptions({"model"}), ModelRefinement, None],
+        "repair": [StrOptions({"model"}), RowRepair, None],
+        "background": [Interval(Integral, 1, None, closed="left"), "array-like", None],
     }
 
     # With k=None, the groups whose score exceeds this are selected (selection
@@ -431,7 +448,18 @@ class BaseExplainer(
             return
         judge = ModelJudge(problem.black_box, problem.masker, problem.output_spec, X,
                            outputs, log_weight=refine.log_weight)
-        net = self.net_.refine(net_input, judge, refine, k=self.k_)
+        callbacks = []
+        if self.verbose:
+            import sys
+
+            name = f"{type(self).__name__} refining against the model"
+            sys.stderr.write(f"{name}: {len(X):,} rows, a budget of {refine.max_queries:,} "
+                             "queries\n")
+            sys.stderr.flush()
+            callbacks.append(("refine_progress", _RefineProgress(judge, name)))
+        net = self.net_.refine(net_input, judge, refine, k=self.k_, callbacks=callbacks)
+        if net is None:  # a budget too small to judge the selector once: none refined
+            return
         keep_best = dict(net.callbacks_)["keep_best"]
         self.refinement_fidelity_ = np.array(
             [keep_best.start_fidelity_, *net.history[:, "model_fidelity"]], dtype=np.float64
@@ -441,6 +469,14 @@ class BaseExplainer(
     def _check_params(self, problem):
         k = self._check_k()
         self.k_ = k
+        for name, what in (("repair", "checks and repairs masks with"),
+                           ("background", "fills left-out features from background rows for")):
+            if getattr(self, name, None) is not None and problem.black_box is None:
+                raise ValueError(
+                    f"{type(self).__name__}({name}=...) {what} the model's own answers, so "
+                    "fit needs the model itself (fit(X, black_box=model)); it got only the "
+                    f"model's outputs. Set {name}=None to fit on outputs."
+                )
         if k is not None and k > problem.n_groups:
             what = "n_groups" if problem.masker.groups_ is not None else "n_features"
             # As SelectKBest does: a k beyond the data keeps everything, with a warning,
@@ -496,19 +532,33 @@ class BaseExplainer(
         self : object
             The fitted explainer.
         """
-        previous = getattr(self, "net_", None)
+        refine = getattr(self, "refine", None)
+        if isinstance(refine, ModelRefinement):
+            refine.validate()
+        # A fit that fails (bad data, a model that raises, an interrupt, a diverged net)
+        # leaves the explainer as it was: its fitted state is put back, or taken away
+        # when it had none, never left half-replaced.
+        fitted = _fitted_state(self)
+        previous = fitted.get("net_")
+        start = time.perf_counter()
         try:
-            self._fit(X, y, black_box)
-        except (ValueError, RuntimeError) as exc:
-            # A NaN in the weights surfaces wherever it is first checked (a relaxation's
-            # argument constraints, a loss): name the cause rather than the place. Only a
-            # net this fit built counts: a refit refused before training keeps the last.
-            net = getattr(self, "net_", None)
-            if net is not previous and _diverged(net):
-                raise ValueError(_DIVERGED.format(name=type(self).__name__, lr=self.lr)) from exc
+            try:
+                self._fit(X, y, black_box)
+            except (ValueError, RuntimeError) as exc:
+                # A NaN in the weights surfaces wherever it is first checked (a
+                # relaxation's argument constraints, a loss): name the cause rather than
+                # the place. Only a net this fit built counts.
+                net = getattr(self, "net_", None)
+                if net is not previous and _diverged(net):
+                    raise ValueError(
+                        _DIVERGED.format(name=type(self).__name__, lr=self.lr)) from exc
+                raise
+            if _diverged(self.net_):
+                raise ValueError(_DIVERGED.format(name=type(self).__name__, lr=self.lr))
+        except BaseException:
+            _restore_fitted_state(self, fitted)
             raise
-        if _diverged(self.net_):
-            raise ValueError(_DIVERGED.format(name=type(self).__name__, lr=self.lr))
+        self.fit_time_ = time.perf_counter() - start
         return self
 
     def explain(self, X):
@@ -541,10 +591,98 @@ class BaseExplainer(
         -------
         masks : ndarray of the shape of X
             0/1 values in the dtype of ``X`` (float32 or float64).
+
+        Notes
+        -----
+        With ``repair`` set, every row's mask is then checked against the model and the
+        rows whose mask fails are searched further (:class:`~sk_sointer.RowRepair`): the
+        masks are no longer a function of the scores alone, and ``repair_report_`` says
+        how many rows failed, how many were repaired and how many queries that took.
         """
         X = self._validate_transform_input(X, finite=False)
         self._check_output_container()
-        return self.layout_.unflatten(self._explain_rows(X, self._masks_of, X.dtype))
+        repair = self._repair_settings()
+        if repair is None:
+            return self.layout_.unflatten(self._explain_rows(X, self._masks_of, X.dtype))
+        return self.layout_.unflatten(self._repaired_masks(X, repair).astype(X.dtype))
+
+    def _repair_settings(self):
+        """``repair`` as a validated :class:`~sk_sointer.RowRepair`, or ``None``."""
+        repair = getattr(self, "repair", None)
+        if repair is None:
+            return None
+        if isinstance(repair, str):  # "model": the default settings
+            return RowRepair()
+        repair._validate_params()
+        return repair
+
+    def _masked_value(self):
+        """How the model answers this explainer's masked rows (the masker's fill, or the
+        fitted background rows), for ``score``, ``check`` and the repair."""
+        if self.black_box_ is None:
+            raise ValueError(
+                f"This {type(self).__name__} holds no black box (it was fitted on outputs, or "
+                "the model was left out when it was saved), so it cannot ask the model about "
+                "masked rows: set black_box_ = as_black_box(model), or repair=None."
+            )
+        return MaskedValue(self.black_box_, self.masker_, getattr(self, "background_", None))
+
+    def _repaired_masks(self, X, repair):
+        """Feature-level masks of rows ``X``: the selector's, checked against the model and
+        searched further where they fail; ``repair_report_`` records the search."""
+        scores = self._explain_rows(X, self._scores_of, np.float32)
+        if self.masker_.groups_ is not None:  # every feature carries its group's score
+            scores = scores[:, np.unique(self.masker_.groups_, return_index=True)[1]]
+        group_masks = self._masks_from_scores(torch.from_numpy(scores.copy()))
+        report = repair_masks(self._masked_value(), X, scores, group_masks, self.output_spec_,
+                              self._check_k(), repair)
+        n_rows = len(X)
+        self.repair_report_ = Bunch(
+            n_rows=n_rows, n_failed=report.n_failed, n_repaired=report.n_repaired,
+            n_queries=report.n_queries, queries_per_row=report.n_queries / max(n_rows, 1),
+            holds=report.holds,
+        )
+        return self.masker_.expand(group_masks)
+
+    def check(self, X, masks=None, *, tol=None):
+        """Per row, whether the model keeps its answer on the row masked by its explanation.
+
+        The model is asked about every row and every masked row (its answer on ``x`` and on
+        ``m(x, mask)``, the left-out features at the baseline or, with ``background``, the
+        outputs averaged over the background rows): two queries a row.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), or images as given to ``fit``
+        masks : array-like of the shape of X, default=None
+            Masks to check; by default this explainer's (:meth:`transform`).
+        tol : float, default=None
+            A regression output is kept when it moves by at most ``tol`` times its spread
+            on the training rows; by default ``repair``'s ``tol``, or 0.1.
+
+        Returns
+        -------
+        check : Bunch
+            ``holds`` (bool, one per row): every output judged kept its answer (for
+            SOInter, the target output); ``proba_kept``: the probability the masked row
+            gives the row's class (the lowest over the model's discrete outputs; NaN for a
+            regressor); ``change``: how far a value moved, in units of its spread (the
+            largest over the real outputs; NaN for a classifier); ``n_queries``: rows sent
+            to the model.
+        """
+        if masks is None:
+            masks = self.transform(X)
+        X = self._validate_transform_input(X)
+        masks = _check_masks(self.layout_.flatten(masks, "masks"), X.shape)
+        if tol is None:
+            repair = self._repair_settings()
+            tol = 0.1 if repair is None else repair.tol
+        if not (isinstance(tol, Real) and tol >= 0):
+            raise ValueError(f"tol should be a number >= 0; got {tol!r}.")
+        value = self._masked_value()
+        result = row_check(value.full(X), value.masked(X, masks), self.output_spec_, tol=tol)
+        result.n_queries = value.n_queries
+        return result
 
     def predict_masked(self, X, masks):
         """The method's own judge of masks (approximator or predictor) on ``m(x, mask)``.
@@ -598,7 +736,12 @@ class BaseExplainer(
         rows = X  # with its column names, for predict_masked's own validation
         X = self._validate_transform_input(X)
         spec = self.output_spec_
-        if self.black_box_ is not None:
+        if self.black_box_ is not None and getattr(self, "background_", None) is not None:
+            # The model's answers averaged over the background rows, on x and on m(x, s).
+            value = self._masked_value()
+            scores = output_agreement(value.full(X), value.masked(X, masks.reshape(X.shape)),
+                                      spec, multioutput="raw_values")
+        elif self.black_box_ is not None:
             masks = masks.reshape(X.shape)
             scores = model_agreement(self.black_box_, X, self.masker_.mask_raw(X, masks),
                                      multioutput="raw_values")
@@ -769,27 +912,80 @@ def _explains_on_device(device):
 
 
 class _EpochProgress(Callback):
-    """One progress bar over epochs, showing the latest training loss."""
+    """Progress over the epochs of one phase (``desc``), on standard error: a bar on a
+    terminal; elsewhere (a log, a pipe, CI) one line per epoch, at most one every
+    ``_LINE_SECONDS`` seconds, the first and the last always, as a bar that tqdm hides off
+    a terminal would leave a long fit silent. Each shows the latest training loss."""
+
+    _LINE_SECONDS = 2.0
+
+    def __init__(self, desc=None):
+        self.desc = desc
+
+    def _details(self, net):
+        loss = net.history[-1].get("train_loss")
+        return {} if loss is None else {"loss": f"{loss:.4f}"}
 
     def on_train_begin(self, net, **kwargs):
-        from tqdm.auto import tqdm
+        import sys
+        import time
 
-        # disable=None: no bar when stderr is not a terminal (logs, CI), as tqdm advises.
-        self.bar_ = tqdm(total=net.max_epochs, desc=type(net).__name__, leave=False, disable=None)
+        self.name_ = self.desc or type(net).__name__
+        self.epoch_, self.total_ = 0, net.max_epochs
+        self.stream_ = sys.stderr
+        self.last_line_ = -math.inf
+        self.clock_ = time.monotonic
+        self.bar_ = None
+        if getattr(self.stream_, "isatty", lambda: False)():
+            from tqdm.auto import tqdm
+
+            self.bar_ = tqdm(total=net.max_epochs, desc=self.name_, leave=False,
+                             file=self.stream_)
 
     def on_epoch_end(self, net, **kwargs):
-        self.bar_.update(1)
-        loss = net.history[-1].get("train_loss")
-        if loss is not None:
-            self.bar_.set_postfix(loss=f"{loss:.4f}")
+        self.epoch_ += 1
+        details = self._details(net)
+        if self.bar_ is not None:
+            self.bar_.update(1)
+            self.bar_.set_postfix(details)
+            return
+        self.details_ = "".join(f", {key} {value}" for key, value in details.items())
+        now = self.clock_()
+        if now - self.last_line_ < self._LINE_SECONDS and self.epoch_ < self.total_:
+            return
+        self.last_line_ = now
+        self._line(f"epoch {self.epoch_}/{self.total_}{self.details_}")
 
     def on_train_end(self, net, **kwargs):
-        self.bar_.close()
+        if self.bar_ is not None:
+            self.bar_.close()
+        elif 0 < self.epoch_ < self.total_:  # stopped early: say where
+            self._line(f"stopped early after epoch {self.epoch_}/{self.total_}{self.details_}")
+
+    def _line(self, text):
+        self.stream_.write(f"{self.name_}: {text}\n")
+        self.stream_.flush()
 
     def __getstate__(self):
         state = self.__dict__.copy()
-        state.pop("bar_", None)
+        for name in ("bar_", "stream_", "clock_"):
+            state.pop(name, None)
         return state
+
+
+class _RefineProgress(_EpochProgress):
+    """:class:`_EpochProgress` of the refinement against the model: the model's fidelity
+    on the evaluation rows after each epoch and the queries asked of it so far."""
+
+    def __init__(self, judge, desc=None):
+        super().__init__(desc)
+        self.judge = judge
+
+    def _details(self, net):
+        fidelity = net.history[-1].get("model_fidelity")
+        details = {} if fidelity is None else {"fidelity": f"{fidelity:.4f}"}
+        details["queries"] = f"{self.judge.n_queries:,}"
+        return details
 
 
 def _above_or_best(scores, threshold, out):
@@ -828,6 +1024,22 @@ def _check_masks(masks, shape):
 
 def _is_model(obj):
     return not (isinstance(obj, (np.ndarray, list, tuple, torch.Tensor)) or hasattr(obj, "__array__"))
+
+
+def _fitted_state(estimator):
+    """The estimator's fitted attributes (those ending in ``_``, as ``check_is_fitted``
+    reads them), by name: what :func:`_restore_fitted_state` puts back."""
+    return {name: value for name, value in vars(estimator).items()
+            if name.endswith("_") and not name.startswith("__")}
+
+
+def _restore_fitted_state(estimator, fitted):
+    """Put back the fitted attributes ``fitted`` and remove any other one."""
+    for name in list(_fitted_state(estimator)):
+        if name not in fitted:
+            delattr(estimator, name)
+    for name, value in fitted.items():
+        setattr(estimator, name, value)
 
 
 def _picklable(obj):

@@ -170,9 +170,10 @@ def test_greedy_targets_spend_their_share_of_the_budget_and_teach_the_selector()
     masker = Masker("zero").fit(X)
     spec = spec_of(("categorical",), (2,))
     refine = ModelRefinement(max_queries=8_000, batch_size=64, imitate_share=0.5)
-    assert refine.n_imitated(400, 1, 5) == 400  # 4,000 queries: 5 a row for k = 1
-    assert refine.n_imitated(1_000, 2, 5) == 4_000 // 9  # 5 + 4 a row
-    assert refine.epochs_for(400) == 1  # the other 4,000: one epoch of 8 draws a row
+    # 4,000 queries for the greedy search at 5 a row for k = 1; 400 rows judged
+    assert refine.plan(400, 1, 5) == {"n_eval": 400, "n_imitated": 400, "max_epochs": 1}
+    # 5 + 5 a row for k = 2 (every group is tried in both rounds)
+    assert refine.plan(1_000, 2, 5).n_imitated == 4_000 // 10
     expl = sk_sointer.L2XExplainer(k=1, max_epochs=1, batch_size=64, baseline="zero",
                                    refine=clone(refine).set_params(max_queries=200_000),
                                    random_state=0)
@@ -194,9 +195,9 @@ def test_refinement_keeps_the_selector_the_model_judges_best(switch_data):
     # Judged on every training row, the kept selector's fidelity there is the best seen.
     assert expl.score(X) == pytest.approx(history.max())
     assert history.max() > history[0]
-    # The budget holds: the epochs' draws and evaluations, plus the first evaluation (the
-    # model's answers on the judged rows, full and masked).
-    assert expl.n_model_queries_ <= refine.max_queries + 2 * len(X)
+    # The budget holds: the epochs' draws and evaluations, the first evaluation (the
+    # model's answers on the judged rows, full and masked) included.
+    assert expl.n_model_queries_ <= refine.max_queries
 
 
 def test_without_refinement_the_model_and_its_outputs_train_the_same_explainer(switch_data):

@@ -382,24 +382,31 @@ class SelectorJudgeNet(UpdateSteps, PortableNet, NeuralNet):
             raw = self.judge_raw(X.to(device), feature_masks.to(device))
             return output_values(raw, self.output_spec)
 
-    def refine(self, net_input, model_judge, refinement, *, k):
+    def refine(self, net_input, model_judge, refinement, *, k, callbacks=()):
         """Refine the fitted selector (``module_``, in place) against the black box.
 
         A :class:`ModelJudgedNet` trains it on the score-function gradient of the model's
         reward (``model_judge``, a :class:`~sk_sointer._search.ModelJudge` over the training
         rows, ``net_input`` being what the selector sees of them), configured by
         ``refinement`` (a :class:`~sk_sointer._search.ModelRefinement`); the selector the
-        model judges best after an epoch, this one included, is kept. Returns the
-        refinement's net (its history records ``model_fidelity``; its ``keep_best``
-        callback the fidelity before and after).
+        model judges best after an epoch, this one included, is kept. Every query is
+        paid from ``refinement``'s budget (:meth:`~sk_sointer._search.ModelRefinement.plan`),
+        and the steps it cannot pay for are not taken. Returns the refinement's net, or
+        ``None`` when the budget cannot pay for one evaluation (nothing refined); the net's
+        history records ``model_fidelity``, its ``keep_best`` callback the fidelity before
+        and after. ``callbacks`` (skorch's ``(name,
+        callback)`` pairs) are added to its own, after ``keep_best``: progress reports.
         """
         n_rows = len(net_input)
+        plan = refinement.plan(n_rows, k, model_judge.masker.n_groups_)
+        if plan is None:  # the budget cannot pay for judging the selector once
+            return None
+        model_judge.set_budget(refinement.max_queries, refinement.max_seconds)
         # The rows judged after every epoch: drawn once (torch's generator, seeded by fit).
-        eval_index = np.sort(torch.randperm(n_rows)[: refinement.n_eval_rows].numpy())
+        eval_index = np.sort(torch.randperm(n_rows)[: plan.n_eval].numpy())
         imitate = None
-        n_imitated = refinement.n_imitated(n_rows, k, model_judge.masker.n_groups_)
-        if n_imitated:
-            imitated = np.sort(torch.randperm(n_rows)[:n_imitated].numpy())
+        if plan.n_imitated:
+            imitated = np.sort(torch.randperm(n_rows)[: plan.n_imitated].numpy())
             imitate = np.zeros((n_rows, model_judge.masker.n_groups_), dtype=np.float32)
             imitate[imitated] = model_judge.greedy(imitated, k)
         net = ModelJudgedNet(
@@ -413,7 +420,7 @@ class SelectorJudgeNet(UpdateSteps, PortableNet, NeuralNet):
             input_shape=self.input_shape,
             n_tokens=self.n_tokens,
             selector_in_features=self.selector_in_features,
-            max_epochs=refinement.epochs_for(n_rows),
+            max_epochs=plan.max_epochs,
             batch_size=min(refinement.batch_size, n_rows),
             lr=refinement.lr,
             optimizer=self.optimizer,
@@ -421,7 +428,8 @@ class SelectorJudgeNet(UpdateSteps, PortableNet, NeuralNet):
             data_on_device=self.data_on_device,
             train_split=None,
             callbacks=[("keep_best", KeepBestByModel(net_input, eval_index,
-                                                      patience=refinement.n_iter_no_change))],
+                                                      patience=refinement.n_iter_no_change)),
+                       *callbacks],
             verbose=0,
         )
         return net.fit(net_input, np.arange(n_rows, dtype=np.int64)[:, None])
@@ -575,6 +583,7 @@ class ModelJudgedNet(SelectorJudgeNet):
 
     def initialize_module(self):
         self.module_ = self.module
+        self.budget_spent_ = False
         return self
 
     def _imitation_weight(self):
@@ -592,9 +601,16 @@ class ModelJudgedNet(SelectorJudgeNet):
 
     def train_step(self, batch, **fit_params):
         X, index = self.batch_tensors(batch)
-        self.module_.train()
         index = index.long().view(-1).cpu().numpy()
         rows = np.repeat(index, self.n_samples)
+        # The step is taken only if the budget pays for it and for the evaluation that
+        # ends the epoch (KeepBestByModel's); otherwise the epoch's remaining steps are
+        # skipped and training ends after that evaluation.
+        reserve = len(dict(self.callbacks_)["keep_best"].index)
+        if self.budget_spent_ or not self.model_judge.affords(len(rows) + reserve):
+            self.budget_spent_ = True
+            return {"loss": torch.zeros((), device=X.device), "y_pred": None}
+        self.module_.train()
         logits = self.module_(X)
         loss, costs, _ = score_function_loss(
             logits, self.k, self.n_samples,
@@ -617,7 +633,8 @@ class ModelJudgedNet(SelectorJudgeNet):
 class KeepBestByModel(Callback):
     """Keeps the selector whose top-k masks of the evaluation rows the model judges most
     faithful, from the start of training (the method's own selector) on; stops after
-    ``patience`` epochs without a better one. Records ``model_fidelity`` per epoch."""
+    ``patience`` epochs without a better one, or when the model judge's budget cannot pay
+    for another epoch's step and evaluation. Records ``model_fidelity`` per epoch."""
 
     def __init__(self, net_input, index, *, patience):
         self.net_input = net_input
@@ -642,8 +659,12 @@ class KeepBestByModel(Callback):
             self.best_state_ = copy.deepcopy(net.module_.state_dict())
         else:
             self.stale_ += 1
-            if self.stale_ >= self.patience:
-                raise KeyboardInterrupt  # skorch's way to end training early
+        # Also stop when the budget (queries or time) cannot pay for a step of the next
+        # epoch and its evaluation.
+        next_epoch = net.n_samples * net.batch_size + len(self.index)
+        if (self.stale_ >= self.patience or net.budget_spent_
+                or not net.model_judge.affords(next_epoch)):
+            raise KeyboardInterrupt  # skorch's way to end training early
 
     def on_train_end(self, net, **kwargs):
         net.module_.load_state_dict(self.best_state_)
