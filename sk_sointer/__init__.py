@@ -23,6 +23,7 @@ _PUBLIC = {
     "MLP": "._networks",
     "ModelRefinement": "._search",
     "RealXExplainer": ".explainers",
+    "RowRepair": "._repair",
     "SOInterExplainer": ".explainers",
     "TokenCNN": "._networks",
     "TokenCNNSelector": "._networks",

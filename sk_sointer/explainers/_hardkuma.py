@@ -286,6 +286,10 @@ zero_output=True)
 
     %(refine)s
 
+    %(repair)s
+
+    %(background)s
+
     %(row_layout)s
 
     %(tokens)s
@@ -395,7 +399,8 @@ zero_output=True)
         predictor_epochs=None, append_mask="auto", lagrange_lr=0.5, lagrange_decay=0.9,
         lagrange_init=1e-3, lagrange_rho=10.0, selector=MLP(hidden_units=(100, 100),
         activation="elu", zero_output=True), predictor=MLP(hidden_units=(200, 200),
-        batch_norm=True), refine="model", baseline="mean", groups=None, image_shape=None,
+        batch_norm=True), refine="model",
+        repair=None, background=None, baseline="mean", groups=None, image_shape=None,
         patch_size=None, tokens=False, max_epochs=100, batch_size=256, lr=1e-3,
         weight_decay=1e-4, optimizer="adam", callbacks=None, train_split=None, device="auto",
         data_on_device=True, cuda_graphs=True, random_state=None, verbose=0,

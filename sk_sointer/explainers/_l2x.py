@@ -80,6 +80,10 @@ class L2XExplainer(BaseExplainer):
 
     %(refine)s
 
+    %(repair)s
+
+    %(background)s
+
     %(row_layout)s
 
     %(tokens)s
@@ -166,6 +170,7 @@ class L2XExplainer(BaseExplainer):
     def __init__(
         self, k=4, *, tau=0.1, selector=MLP(hidden_units=(100, 100), zero_output=True),
         approximator=MLP(hidden_units=(200, 200), batch_norm=True), refine="model",
+        repair=None, background=None,
         baseline="mean", groups=None, image_shape=None, patch_size=None, tokens=False,
         max_epochs=100, batch_size=1000, lr=1e-3, weight_decay=2e-3, optimizer="adam",
         callbacks=None, train_split=None, device="auto",

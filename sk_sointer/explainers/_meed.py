@@ -328,6 +328,10 @@ class MEEDExplainer(BaseExplainer):
 
     %(refine)s
 
+    %(repair)s
+
+    %(background)s
+
     %(row_layout)s
 
     max_epochs : int, default=100
@@ -444,6 +448,7 @@ class MEEDExplainer(BaseExplainer):
         selector=MLP(hidden_units=(100, 100), zero_output=True), feedback=None,
         approximator=MLP(hidden_units=(200, 200), batch_norm=True),
         adversary=MLP(hidden_units=(200, 200), batch_norm=True), refine="model",
+        repair=None, background=None,
         baseline="mean", groups=None, image_shape=None, patch_size=None, max_epochs=100,
         batch_size=1000, lr=1e-3, weight_decay=2e-3, optimizer="adam", callbacks=None,
         train_split=None, device="auto",

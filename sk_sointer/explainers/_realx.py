@@ -196,6 +196,10 @@ class RealXExplainer(BaseExplainer):
 
     %(refine)s
 
+    %(repair)s
+
+    %(background)s
+
     %(row_layout)s
 
     %(tokens)s
@@ -308,7 +312,8 @@ class RealXExplainer(BaseExplainer):
         self, k=None, *, alpha=0.05, relaxation="rebar", tau=0.5, schedule="sequential",
         predictor_epochs=100, append_mask=True, selector=MLP(hidden_units=(100, 100),
         activation="elu"), predictor=MLP(hidden_units=(200, 200), batch_norm=True),
-        refine="model", baseline="mean", groups=None, image_shape=None, patch_size=None,
+        refine="model", repair=None, background=None, baseline="mean", groups=None,
+        image_shape=None, patch_size=None,
         tokens=False, max_epochs=160, batch_size=256, lr=1e-3, weight_decay=3e-4,
         optimizer="adam", callbacks=None, train_split=None, device="auto",
         data_on_device=True, cuda_graphs=True,

@@ -359,6 +359,10 @@ class SOInterExplainer(BaseExplainer):
         output (``"model"``: with the default :class:`~sk_sointer.ModelRefinement`). Off
         by default: SOInter's own training already re-queries the model on its masks.
 
+    %(repair)s
+
+    %(background)s
+
     %(row_layout)s
 
     max_epochs : int, default=50
@@ -476,7 +480,8 @@ class SOInterExplainer(BaseExplainer):
         selector=MLP(hidden_units=(100, 100), zero_output=True), energy=None, energy_masks=4,
         fill="draws", n_draws=4, requery="sample", objective="auto", margin="all",
         straight_through=True, energy_refit=False, append_mask=False, n_iter_no_change=10,
-        refine=None, baseline="mean", groups=None, image_shape=None, patch_size=None,
+        refine=None, repair=None, background=None, baseline="mean", groups=None,
+        image_shape=None, patch_size=None,
         max_epochs=50, batch_size=256, lr=1e-3, weight_decay=1e-3, optimizer="adam",
         callbacks=None, train_split=None, device="auto",
         data_on_device=True, cuda_graphs=True, random_state=None,
