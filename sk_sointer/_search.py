@@ -25,7 +25,9 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import Bunch
 from sklearn.utils._param_validation import Interval, InvalidParameterError
 
+from ._outputs import output_agreement
 from ._utils import in_chunks
+from ._value import MaskedValue
 from .black_box import model_agreement, model_answers
 
 # A log-probability below this carries no more information on whether the answer is kept;
@@ -82,7 +84,7 @@ def keep_reward(full, masked, spec, *, log_weight=0.1):
 
 
 def greedy_subsets(predict, X, masker, spec, k, *, full=None, log_weight=0.1,
-                   max_rows_per_query=2**15):
+                   max_rows_per_query=2**15, background=None):
     """Per row, k feature groups chosen greedily by the model's own answer on masked rows.
 
     Starting from no group, each of ``k`` rounds adds to every row the group whose addition
@@ -107,6 +109,10 @@ def greedy_subsets(predict, X, masker, spec, k, *, full=None, log_weight=0.1,
         See :func:`keep_reward`.
     max_rows_per_query : int, default=2**15
         Masked rows sent to ``predict`` at once.
+    background : ndarray of shape (n_background, n_features), default=None
+        Rows whose values fill the left-out features in turn, the model's outputs averaged
+        (:class:`~sk_sointer._value.MaskedValue`; each masked row costs ``n_background``
+        queries); ``None``: the masker's fill.
 
     Returns
     -------
@@ -122,22 +128,22 @@ def greedy_subsets(predict, X, masker, spec, k, *, full=None, log_weight=0.1,
     chosen = np.zeros((n_rows, n_groups), dtype=np.float32)
     if n_rows == 0:
         return chosen
-    rows_per_chunk = max(1, max_rows_per_query // n_groups)
+    value = MaskedValue(predict, masker, background)
+    rows_per_chunk = max(1, max_rows_per_query // (n_groups * value.queries_per_row))
     for _ in range(k):
         for start in range(0, n_rows, rows_per_chunk):
             block = slice(start, start + rows_per_chunk)
-            _add_best_group(predict, X[block], full[block], chosen[block], masker, spec,
-                            log_weight)
+            _add_best_group(value, X[block], full[block], chosen[block], spec, log_weight)
     return chosen
 
 
-def _add_best_group(predict, X, full, chosen, masker, spec, log_weight):
+def _add_best_group(value, X, full, chosen, spec, log_weight):
     """Add to every row of ``chosen`` (in place) the group that best keeps the answer."""
     n_rows, n_groups = chosen.shape
     # Every row with every group switched on in turn: (n_rows * n_groups) candidates.
     candidates = np.repeat(chosen, n_groups, axis=0)
     candidates[np.arange(len(candidates)), np.tile(np.arange(n_groups), n_rows)] = 1.0
-    masked = predict(masker.mask_raw(np.repeat(X, n_groups, axis=0), masker.expand(candidates)))
+    masked = value.masked_groups(np.repeat(X, n_groups, axis=0), candidates)
     reward = keep_reward(np.repeat(full, n_groups, axis=0), masked, spec,
                          log_weight=log_weight).reshape(n_rows, n_groups)
     reward[chosen > 0] = -np.inf
@@ -253,9 +259,11 @@ class ModelRefinement(BaseEstimator):
         self._validate_params()
         return self
 
-    def plan(self, n_rows, k, n_groups):
+    def plan(self, n_rows, k, n_groups, queries_per_row=1):
         """How ``max_queries`` is spent refining a selector of ``n_groups`` groups at ``k``
         on ``n_rows`` training rows, or ``None`` when it cannot pay for one evaluation.
+        A masked row costs ``queries_per_row`` queries (the background rows it is filled
+        from), so the budget pays for that many times fewer of them.
 
         Returns
         -------
@@ -266,14 +274,15 @@ class ModelRefinement(BaseEstimator):
             a row), ``max_epochs`` (the epochs the rest pays for, ``n_rows * n_samples +
             n_eval`` queries each; at least one, cut short by the budget if need be).
         """
-        n_eval = min(n_rows, self.n_eval_rows, self.max_queries // 8)
+        budget = self.max_queries // max(int(queries_per_row), 1)
+        n_eval = min(n_rows, self.n_eval_rows, budget // 8)
         if n_eval < 1:
             return None
         per_row = k * n_groups  # every group is tried in each of the k rounds
         # the greedy search's share, leaving what the first epoch's evaluation needs
-        greedy = min(self.max_queries * self.imitate_share, self.max_queries - 3 * n_eval)
+        greedy = min(budget * self.imitate_share, budget - 3 * n_eval)
         n_imitated = int(min(n_rows, greedy // max(per_row, 1)))
-        left = self.max_queries - 2 * n_eval - n_imitated * per_row
+        left = budget - 2 * n_eval - n_imitated * per_row
         per_epoch = n_rows * self.n_samples + n_eval
         epochs = int(np.clip(left // per_epoch, 1, self.max_epochs))
         return Bunch(n_eval=n_eval, n_imitated=n_imitated, max_epochs=epochs)
@@ -301,6 +310,9 @@ class ModelJudge:
         Most rows sent to the model (``None``: no bound); see :meth:`affords`.
     max_seconds : float, default=None
         Seconds from now after which :meth:`affords` answers no.
+    background : ndarray of shape (n_background, n_features), default=None
+        Rows whose values fill the left-out features in turn, the model's outputs
+        averaged (:class:`~sk_sointer._value.MaskedValue`); ``None``: the masker's fill.
 
     Attributes
     ----------
@@ -312,9 +324,11 @@ class ModelJudge:
     _GREEDY_ROWS = 256
 
     def __init__(self, black_box, masker, spec, X, full, *, log_weight, max_queries=None,
-                 max_seconds=None):
+                 max_seconds=None, background=None):
         self.black_box = black_box
         self.masker = masker
+        self.background = background
+        self.value = MaskedValue(self._predict, masker, background)
         self.spec = spec
         self.X = X
         self.full = full
@@ -329,10 +343,12 @@ class ModelJudge:
         self.deadline = None if max_seconds is None else time.monotonic() + max_seconds
 
     def affords(self, n_rows):
-        """Whether ``n_rows`` more queries stay within the budget, before its deadline."""
+        """Whether ``n_rows`` more masked rows stay within the budget, before its deadline
+        (each costs the background rows it is filled from, or one query)."""
         if self.deadline is not None and time.monotonic() >= self.deadline:
             return False
-        return self.max_queries is None or self.n_queries + n_rows <= self.max_queries
+        n_queries = n_rows * self.value.queries_per_row
+        return self.max_queries is None or self.n_queries + n_queries <= self.max_queries
 
     def _spend(self, n_rows):
         # Callers plan within the budget (see ModelRefinement.plan); a query beyond it is a
@@ -353,9 +369,8 @@ class ModelJudge:
 
     def costs(self, index, group_masks):
         """Minus the model's reward for rows ``index`` masked by 0/1 ``group_masks``."""
-        rows = self._masked_rows(index, group_masks)
-        reward = keep_reward(self.full[index], in_chunks(self._predict, rows), self.spec,
-                             log_weight=self.log_weight)
+        masked = self.value.masked_groups(self.X[index], group_masks)
+        reward = keep_reward(self.full[index], masked, self.spec, log_weight=self.log_weight)
         return -reward.astype(np.float32)
 
     def greedy(self, index, k):
@@ -369,13 +384,18 @@ class ModelJudge:
                 break
             chosen[start : start + len(rows)] = greedy_subsets(
                 self._predict, self.X[rows], self.masker, self.spec, k, full=self.full[rows],
-                log_weight=self.log_weight)
+                log_weight=self.log_weight, background=self.background)
         return chosen
 
     def fidelity(self, index, group_masks):
         """What ``score`` measures, on rows ``index`` masked by ``group_masks`` (on the
         target output alone, when the explainer explains one). The model's answers on the
         full rows are asked once per set of rows."""
+        if self.background is not None:  # the averaged outputs, as score compares them
+            masked = self.value.masked_groups(self.X[index], group_masks)
+            scores = output_agreement(self.full[index], masked, self.spec,
+                                      multioutput="raw_values")
+            return float(scores.mean() if self.spec.target is None else scores[self.spec.target])
         key = np.asarray(index).tobytes()
         if key not in self._answers:
             self._answers[key] = model_answers(_Counted(self), self.X[index])

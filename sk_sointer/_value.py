@@ -31,8 +31,9 @@ class MaskedValue:
 
     Parameters
     ----------
-    black_box : BlackBox
-        The model (its ``predict``: probabilities of a classifier, values of a regressor).
+    predict : callable
+        The model's outputs on raw rows (a :class:`BlackBox`'s ``predict``: probabilities
+        of a classifier, values of a regressor).
     masker : Masker
         The fitted masker: its baseline is the fill, its groups expand group masks.
     background : ndarray of shape (n_background, n_features) or None, default=None
@@ -45,8 +46,8 @@ class MaskedValue:
         Rows sent to the model so far (a masked row costs ``n_background`` of them).
     """
 
-    def __init__(self, black_box, masker, background=None):
-        self.black_box = black_box
+    def __init__(self, predict, masker, background=None):
+        self.predict = predict
         self.masker = masker
         self.background = None if background is None else np.asarray(background)
         self.n_queries = 0
@@ -58,7 +59,7 @@ class MaskedValue:
 
     def _predict(self, rows):
         self.n_queries += len(rows)
-        return self.black_box.predict(rows)
+        return self.predict(rows)
 
     def full(self, X):
         """The model's outputs on the rows themselves, ``(n_rows, n_columns)``."""

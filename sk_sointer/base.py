@@ -447,7 +447,8 @@ class BaseExplainer(
         if refine is None or problem.black_box is None or self.k_ is None:
             return
         judge = ModelJudge(problem.black_box, problem.masker, problem.output_spec, X,
-                           outputs, log_weight=refine.log_weight)
+                           outputs, log_weight=refine.log_weight,
+                           background=getattr(self, "background_", None))
         callbacks = []
         if self.verbose:
             import sys
@@ -625,7 +626,8 @@ class BaseExplainer(
                 "the model was left out when it was saved), so it cannot ask the model about "
                 "masked rows: set black_box_ = as_black_box(model), or repair=None."
             )
-        return MaskedValue(self.black_box_, self.masker_, getattr(self, "background_", None))
+        return MaskedValue(self.black_box_.predict, self.masker_,
+                           getattr(self, "background_", None))
 
     def _repaired_masks(self, X, repair):
         """Feature-level masks of rows ``X``: the selector's, checked against the model and

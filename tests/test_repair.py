@@ -163,7 +163,7 @@ def test_background_value_averages_the_model_over_background_rows():
     masker = Masker().fit(X)
     background = X[:4]
     counting = _Counting(lambda rows: np.c_[rows.sum(axis=1)].astype(np.float32))
-    value = MaskedValue(sk_sointer.as_black_box(counting), masker, background)
+    value = MaskedValue(sk_sointer.as_black_box(counting).predict, masker, background)
     masks = np.array([[1, 0, 0], [0, 1, 1]])
     out = value.masked(X[10:12], masks)
     expected = [X[10, 0] + background[:, 1:].sum(axis=1).mean(),
@@ -234,3 +234,15 @@ def test_repairing_explainer_pickles_and_searches(switch):
     fitted = search.best_estimator_
     copy = pickle.loads(pickle.dumps(fitted))
     np.testing.assert_array_equal(copy.transform(X), fitted.transform(X))
+
+
+def test_background_reaches_the_refinement_within_its_budget(switch):
+    X, model = switch
+    counting = _Counting(_switch_proba)
+    refine = sk_sointer.ModelRefinement(max_queries=20_000, max_epochs=2)
+    explainer = L2XExplainer(k=2, max_epochs=2, batch_size=64, refine=refine, background=5,
+                             random_state=0).fit(X, black_box=counting)
+    assert 0 < explainer.n_model_queries_ <= 20_000
+    # Every masked row of the refinement costs the 5 background rows.
+    assert explainer.n_model_queries_ % 5 == 0
+    assert len(explainer.refinement_fidelity_) >= 2

@@ -398,7 +398,8 @@ class SelectorJudgeNet(UpdateSteps, PortableNet, NeuralNet):
         callback)`` pairs) are added to its own, after ``keep_best``: progress reports.
         """
         n_rows = len(net_input)
-        plan = refinement.plan(n_rows, k, model_judge.masker.n_groups_)
+        plan = refinement.plan(n_rows, k, model_judge.masker.n_groups_,
+                               model_judge.value.queries_per_row)
         if plan is None:  # the budget cannot pay for judging the selector once
             return None
         model_judge.set_budget(refinement.max_queries, refinement.max_seconds)
