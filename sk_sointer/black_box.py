@@ -154,7 +154,16 @@ class BlackBox:
         if self.token_ids:
             X = X.astype(np.int64)
         labels = np.asarray(self.model.predict(self._frame(self._model_input(X))))
-        return labels.reshape(len(labels), -1)
+        labels = labels.reshape(len(labels), -1)
+        # NaN differs from itself: such labels would count as changed answers everywhere.
+        if (labels.dtype.kind in "fc" and not np.isfinite(labels).all()) or (
+                labels.dtype.kind == "O" and np.any(labels != labels)):
+            raise ValueError(
+                f"The black box {self.model!r} answered NaN or infinite labels from its "
+                "predict; its answers are compared, so they must be labels, not missing "
+                "values."
+            )
+        return labels
 
     def _model_input(self, X):
         # An estimator fitted on float64 data with large-magnitude features (timestamps,

@@ -15,7 +15,8 @@
   :data:`fdr_scorer`, and :meth:`EvalXEvaluator.make_scorer`.
 
 Like scikit-learn's metrics, every function takes the reference first and the explainer's
-output second.
+output second, except :func:`evaluate`, which takes the explanation first (an explainer
+holds its own model); it accepts the model first too.
 """
 
 from ._evalx import EvalXEvaluator, encoding_gap

@@ -103,7 +103,18 @@ def evaluate(explanation, model=None, X=None, *, baseline=None, scores=None, ent
     report : Bunch
         One key per entry computed (floats), plus ``fraction``, ``insertion`` and
         ``deletion`` (the curves) with the areas, and ``notes``: why an entry asked for
-        was left out.
+        was left out. It prints as a table of entry and value.
+
+    Notes
+    -----
+    The explanation comes first because it may be judged without a model (an explainer
+    holds its own); the order of the other metrics, the model first, is accepted too:
+    ``evaluate(model, explainer, X)`` is ``evaluate(explainer, model, X)``.
+    Options are checked before anything is computed: ``n_perturbations`` must be
+    positive (none would report perfect stability), ``noise`` at least 0, ``scores`` finite
+    and of the shape of ``X``, ``X_reference`` of its width with 2 rows at least. Entries
+    that the rows cannot give (ROAD or the stability entries on one row) are left out
+    with a note.
 
     See Also
     --------
@@ -123,10 +134,15 @@ def evaluate(explanation, model=None, X=None, *, baseline=None, scores=None, ent
     >>> report.fidelity_kept > 0.95, report.fidelity_removed < 0.6, report.features_per_row
     (True, True, 1.0)
     """
+    explanation, model = _explanation_and_model(explanation, model)
+    if _is_explainer(explanation):
+        check_is_fitted(explanation)
     explainer = explanation if hasattr(explanation, "masker_") else None
     if X is None:
         raise ValueError("evaluate needs the rows X that the explanation explains.")
     wanted = _wanted_entries(entries)
+    _check_options(evaluator, refit_seeds, noise, n_perturbations, peer_ms_per_row,
+                   fit_seconds)
     rng = check_random_state(random_state)
     if explainer is not None:
         if baseline is not None:
@@ -150,7 +166,9 @@ def evaluate(explanation, model=None, X=None, *, baseline=None, scores=None, ent
     if explainer is None:
         masker = Masker(baseline).fit(rows)
     black_box = _black_box(explainer, model, row_shape)
-    report = Bunch(notes={})
+    report = EvaluationReport(notes={})
+    if scores is not None:
+        scores = _check_scores(scores, rows, row_shape)
 
     target = None if explainer is None else explainer.output_spec_.target
     answers = model_answers(black_box, rows)  # the full rows' answers, asked once
@@ -169,16 +187,24 @@ def evaluate(explanation, model=None, X=None, *, baseline=None, scores=None, ent
         else:
             report.update(_curves(black_box, masker, rows, scores, n_steps, target, answers))
     if wanted & {"road_kept", "road_removed"}:
+        reference = rows if X_reference is None else _reference_rows(X_reference, rows)
         if getattr(masker, "tokens", False):
             report.notes["road_kept"] = "token ids have no Gaussian to impute from"
+        elif len(reference) < 2:
+            report.notes["road_kept"] = ("the imputation's Gaussian needs 2 rows at least: "
+                                         "pass X_reference=")
         else:
-            reference = rows if X_reference is None else _rows_and_masks(
-                X_reference, np.ones_like(np.asarray(X_reference)), "selected")[0]
             gaussian = _Gaussian(reference)
             report.road_kept = fidelity(kept, gaussian.impute(rows, kept, rng))
             report.road_removed = fidelity(~kept, gaussian.impute(rows, ~kept, rng))
+        if "road_kept" in report.notes:
+            report.notes["road_removed"] = report.notes["road_kept"]
     if "eacc" in wanted and evaluator is not None:
-        report.eacc = float(evaluator.score_masks(X, masks)["eACC"])
+        judged = evaluator.score_masks(X, masks)
+        if "eACC" in judged:
+            report.eacc = float(judged["eACC"])
+        else:
+            report.notes["eacc"] = "the evaluator judges real outputs, which have no accuracy"
     if explainer is not None:
         _stability(report, wanted, explainer, model, X, masks, rows, row_shape, refit_seeds,
                    X_fit, noise, n_perturbations, rng)
@@ -200,6 +226,38 @@ _MISSING = {
     "break_even_rows": "needs peer_ms_per_row= and a fit time",
     "fit_s": "needs fit_seconds= (or an explainer's fit_time_)",
 }
+
+
+class EvaluationReport(Bunch):
+    """:func:`evaluate`'s report: a :class:`~sklearn.utils.Bunch` (a dict whose keys are
+    also attributes) that prints as a short table, one entry a line, then the notes."""
+
+    def __repr__(self):
+        lines = ["evaluate report"]
+        named = [name for name in ENTRIES if name in self]
+        others = [name for name in self if name not in named and name != "notes"]
+        width = max((len(name) for name in [*named, *others]), default=0)
+        for name in [*named, *others]:
+            lines.append(f"  {name:<{width}}  {_short(self[name])}")
+        notes = self.get("notes") or {}
+        if notes:
+            lines.append("  left out:")
+            lines.extend(f"    {name}: {why}" for name, why in notes.items())
+        return "\n".join(lines)
+
+    __str__ = __repr__
+
+
+def _short(value):
+    """One entry's value in a few characters."""
+    if isinstance(value, (float, np.floating)):
+        return f"{value:.4g}"
+    array = np.asarray(value) if isinstance(value, (np.ndarray, list, tuple)) else None
+    if array is not None and array.ndim == 1 and array.size <= 6:
+        return "[" + ", ".join(_short(float(v)) for v in array) + "]"
+    if array is not None:
+        return f"array of shape {array.shape}"
+    return repr(value)
 
 
 def _wanted_entries(entries):
@@ -224,6 +282,86 @@ def _black_box(explainer, model, row_shape):
             "masked rows: pass it as model=."
         )
     return explainer.black_box_
+
+
+def _is_explainer(obj):
+    return hasattr(obj, "explain") and hasattr(obj, "transform") and not isinstance(obj, type)
+
+
+def _is_model(obj):
+    return not _is_explainer(obj) and not isinstance(obj, type) and (
+        callable(obj) or hasattr(obj, "predict") or hasattr(obj, "predict_proba"))
+
+
+def _explanation_and_model(explanation, model):
+    """``(explanation, model)`` as evaluate reads them, whichever order they came in: the
+    metrics' order (the model first, as a reference) is accepted too."""
+    if _is_model(explanation) and model is not None and not _is_model(model):
+        explanation, model = model, explanation
+    for name, value in (("explanation", explanation), ("model", model)):
+        if isinstance(value, type):
+            raise TypeError(f"evaluate's {name} should be an instance, not the class "
+                            f"{value.__name__}.")
+    if _is_model(explanation):
+        raise TypeError(
+            f"evaluate's explanation should be a fitted explainer or 0/1 masks; got the model "
+            f"{explanation!r} (pass the model as model=)."
+        )
+    return explanation, model
+
+
+def _check_number(name, value, *, positive=False, integer=False):
+    kind = "an integer" if integer else "a finite number"
+    bound = "> 0" if positive else ">= 0"
+    ok = isinstance(value, Integral if integer else Real) and not isinstance(value, bool)
+    if not ok or not np.isfinite(value) or value < 0 or (positive and value == 0):
+        raise ValueError(f"{name} should be {kind} {bound}; got {value!r}.")
+
+
+def _check_options(evaluator, refit_seeds, noise, n_perturbations, peer_ms_per_row,
+                   fit_seconds):
+    """evaluate's options, refused with one line naming the one that is wrong."""
+    if evaluator is not None:
+        if isinstance(evaluator, type):
+            raise TypeError(f"evaluator should be a fitted instance, not the class "
+                            f"{evaluator.__name__}: pass {evaluator.__name__}(...).fit(X, model).")
+        if not hasattr(evaluator, "score_masks"):
+            raise TypeError(f"evaluator should be a fitted EvalXEvaluator; got {evaluator!r}.")
+        check_is_fitted(evaluator)
+    if isinstance(refit_seeds, (str, bytes)) or not np.iterable(refit_seeds) or not all(
+            isinstance(seed, Integral) and not isinstance(seed, bool) for seed in refit_seeds):
+        raise ValueError(f"refit_seeds should be integers; got {refit_seeds!r}.")
+    _check_number("noise", noise)  # 0: the control, masks unchanged
+    _check_number("n_perturbations", n_perturbations, positive=True, integer=True)
+    if peer_ms_per_row is not None:
+        _check_number("peer_ms_per_row", peer_ms_per_row, positive=True)
+    if fit_seconds is not None:
+        _check_number("fit_seconds", fit_seconds)
+
+
+def _check_scores(scores, rows, row_shape):
+    """``scores`` as flat float rows, of the rows' shape and finite."""
+    scores = np.asarray(scores, dtype=np.float64)
+    expected = (len(rows), *row_shape) if row_shape is not None else rows.shape
+    if scores.shape != tuple(expected):
+        raise ValueError(f"scores should have the shape of X {tuple(expected)}; got "
+                         f"{scores.shape}.")
+    if not np.isfinite(scores).all():
+        raise ValueError("scores should be finite: they hold NaN or infinite values, which "
+                         "rank no feature.")
+    return scores.reshape(rows.shape)
+
+
+def _reference_rows(X_reference, rows):
+    """``X_reference`` as flat float rows of the width of the rows explained."""
+    reference = _rows_and_masks(X_reference, np.ones(np.shape(X_reference)), "selected")[0]
+    if reference.shape[1] != rows.shape[1]:
+        raise ValueError(f"X_reference should have the width of X ({rows.shape[1]} features); "
+                         f"got {reference.shape[1]}.")
+    if len(reference) < 2:
+        raise ValueError("X_reference should have 2 rows at least (a Gaussian is fitted on "
+                         f"them); got {len(reference)}.")
+    return reference
 
 
 def insertion_deletion_curves(explainer, X, *, model=None, n_steps=None):
@@ -318,6 +456,12 @@ def _agreement(black_box, rows, masked, target=None, answers=None):
     explainer of one output)."""
     values = model_agreement(black_box, rows, masked, multioutput="raw_values",
                              answers=answers)
+    if target is not None and target >= len(values):
+        raise ValueError(
+            f"The explainer explains output {target} of its model, but the model given has "
+            f"{len(values)} output{'s' if len(values) != 1 else ''}: pass the model the "
+            "explainer was fitted with."
+        )
     return float(values.mean() if target is None else values[target])
 
 
@@ -368,6 +512,11 @@ def _stability(report, wanted, explainer, model, X, masks, rows, row_shape, refi
         report.seed_agreement = float(np.mean(agreements))
         report.seed_agreements = np.asarray(agreements)
     if not wanted & {"mask_change", "relative_input_stability"}:
+        return
+    if len(rows) < 2:  # the perturbations' scale is the features' spread over X
+        for name in wanted & {"mask_change", "relative_input_stability"}:
+            report.notes[name] = ("needs 2 rows of X at least: the perturbations are scaled "
+                                  "by the features' spread over X")
         return
     flat_masks = np.reshape(masks, rows.shape) > 0
     with_ris = "relative_input_stability" in wanted  # the only one that needs the scores
@@ -445,11 +594,11 @@ def break_even_rows(fit_seconds, us_per_row, peer_ms_per_row):
     Parameters
     ----------
     fit_seconds : float
-        The amortized explainer's fit time.
+        The amortized explainer's fit time (finite, >= 0).
     us_per_row : float
-        Its cost a row, in microseconds.
+        Its cost a row, in microseconds (finite, >= 0).
     peer_ms_per_row : float
-        The per-row explainer's cost a row, in milliseconds (positive).
+        The per-row explainer's cost a row, in milliseconds (finite, > 0).
 
     Returns
     -------
@@ -461,8 +610,9 @@ def break_even_rows(fit_seconds, us_per_row, peer_ms_per_row):
     >>> round(break_even_rows(30.0, us_per_row=2.0, peer_ms_per_row=12.0))  # 30 s / ~12 ms
     2500
     """
-    if not isinstance(peer_ms_per_row, Real) or peer_ms_per_row <= 0:
-        raise ValueError(f"peer_ms_per_row should be a positive number; got {peer_ms_per_row!r}.")
+    _check_number("peer_ms_per_row", peer_ms_per_row, positive=True)
+    _check_number("fit_seconds", fit_seconds)
+    _check_number("us_per_row", us_per_row)
     saved = peer_ms_per_row / 1e3 - us_per_row / 1e6
     return float(fit_seconds / saved) if saved > 0 else float("inf")
 
