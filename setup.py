@@ -23,7 +23,7 @@ PLOT = ["matplotlib"]
 # The example gallery: sphinx-gallery runs examples/plot_*.py into doc/auto_examples.
 DOC = ["sphinx", "sphinx-gallery"]
 # sk_sointer.parallel.dask_transform, and GridSearchCV on joblib's Dask backend.
-DASK = ["dask[array,dataframe,distributed]", "dask-ml"]
+DASK = ["dask[array,dataframe,distributed]"]
 
 
 setup(
@@ -39,6 +39,8 @@ setup(
     packages=find_packages(exclude=["tests", "tests.*", "benchmarks", "benchmarks.*",
                                     "examples", "examples.*"]),
     python_requires=">=3.10",
+    # What the package, its command line and its demo need; nothing else (README's first
+    # command installs only this, next to a CPU torch).
     install_requires=[
         "numpy",
         "scikit-learn>=1.6",
@@ -49,8 +51,9 @@ setup(
         "tqdm",
     ],
     extras_require={
-        # The tests run every example and build the gallery, so they need the plotting,
-        # documentation and data packages too.
+        # The whole suite, with nothing skipped: the tests run every example and build the
+        # gallery (plotting, documentation), read the data sets' files and run the Dask
+        # paths. A test needing one of these skips when it is absent.
         "test": ["pytest", "pandas", "hypothesis", *PLOT, *DOC, *DATASETS, *DASK],
         # quantus: the reference for metrics.relative_input_stability (it pulls in OpenCV).
         "bench": ["shap", "lime", "captum", "quantus", "pandas", *DATASETS],

@@ -1,7 +1,7 @@
 """Run one study of ``benchmarks/studies/`` and write its records and tables.
 
     python benchmarks/bench.py STUDY --profile fast    # a smoke run (CI)
-    python benchmarks/bench.py STUDY --profile full    # the README's numbers
+    python benchmarks/bench.py STUDY --profile full    # the numbers of doc/benchmarks.rst
     python benchmarks/bench.py STUDY --render benchmarks/results/STUDY_full.json
 
 Writes ``benchmarks/results/<study>_<profile>.json`` (the scale study's name also holds the
@@ -31,7 +31,8 @@ from benchmarks.harness.registry import METHODS  # noqa: E402
 
 STUDIES = ("synthetic", "hardkuma", "images", "meed", "text", "structured", "cluster", "scale",
            "tables", "tags", "segmentation")
-README = Path(__file__).resolve().parents[1] / "README.rst"
+# The page that holds every study's tables, each between its markers (``Study.readme``).
+RESULTS_PAGE = Path(__file__).resolve().parents[1] / "doc" / "benchmarks.rst"
 
 
 def parse_args(argv=None):
@@ -61,8 +62,8 @@ def parse_args(argv=None):
     parser.add_argument("--render", type=Path, metavar="JSON",
                         help="run nothing: print the tables of this results file")
     if study.readme:
-        parser.add_argument("--update-readme", action="store_true",
-                            help="put the tables into README.rst between "
+        parser.add_argument("--update-doc", action="store_true",
+                            help="put the tables into doc/benchmarks.rst between "
                             f"{study.readme[0]!r} and {study.readme[1]!r}")
     for name, option in study.options.items():
         parser.add_argument("--" + name.replace("_", "-"), dest=name, default=None, **option)
@@ -71,9 +72,9 @@ def parse_args(argv=None):
 
 def main(argv=None):
     """Run the study and return its records or, with ``--render``, return the text of the
-    tables of a results file; either way print the tables and, with ``--update-readme``,
-    put the study's README tables (all it renders, or ``study.readme_tables``) between its
-    markers in README.rst."""
+    tables of a results file; either way print the tables and, with ``--update-doc``,
+    put the study's page tables (all it renders, or ``study.readme_tables``) between its
+    markers in doc/benchmarks.rst."""
     study, args = parse_args(argv)
     if args.render:
         records, machine, profile = report.load_study_results(args.render)
@@ -82,9 +83,9 @@ def main(argv=None):
     table = report.render(study, records, machine, profile)
     if not args.render:
         out.with_suffix(".rst").write_text(table, encoding="utf-8")
-    if getattr(args, "update_readme", False):
+    if getattr(args, "update_doc", False):
         block = report.render(study, records, machine, profile, titles=study.readme_tables)
-        report.update_readme(README, block, *study.readme)
+        report.update_readme(RESULTS_PAGE, block, *study.readme)
     print(table)
     return table if args.render else records
 

@@ -224,7 +224,7 @@ def test_peer_costs_come_from_the_synthetic_results():
 
 def test_the_stored_cpu_results_render_to_the_readme_block():
     text = bench.main(["scale", "--render", str(report.RESULTS_DIR / "scale_full_cpu.json")])
-    readme = (scale.ROOT / "README.rst").read_text(encoding="utf-8")
+    readme = (scale.ROOT / "doc" / "benchmarks.rst").read_text(encoding="utf-8")
     assert report.replace_between_markers(readme, text, *scale.STUDY.readme) == readme
 
 

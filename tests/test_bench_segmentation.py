@@ -102,12 +102,12 @@ def test_the_stored_records_render_the_readme_tables():
         report.RESULTS_DIR / "segmentation_full.json")
     block = report.render(segmentation.STUDY, records, machine, profile,
                           titles=segmentation.STUDY.readme_tables)
-    readme = bench.README.read_text(encoding="utf-8")
+    readme = bench.RESULTS_PAGE.read_text(encoding="utf-8")
     assert report.replace_between_markers(readme, block, *segmentation.STUDY.readme) == readme
 
 
 def test_the_stored_full_run_is_local_and_within_the_fit_budget():
-    path = bench.README.parent / "benchmarks" / "results" / "segmentation_full.json"
+    path = report.RESULTS_DIR / "segmentation_full.json"
     records = json.loads(path.read_text(encoding="utf-8"))["records"]
     assert not [r for r in records if r["metric"] == "error"]
     by_cell = {}

@@ -185,7 +185,7 @@ def test_readme_block_is_replaced_between_the_markers_only():
 
 
 def test_readme_has_the_results_markers():
-    readme = report.RESULTS_DIR.parents[1] / "README.rst"
+    readme = bench.RESULTS_PAGE
     lines = readme.read_text(encoding="utf-8").splitlines()
     start, end = synthetic.STUDY.readme
     assert (start, end) == (report.README_START, report.README_END)
@@ -828,7 +828,7 @@ def test_tables_fast_profile_reports_through_evaluate(tables_fast):
 
 def test_the_stored_tables_records_render_the_readme_table():
     text = bench.main(["tables", "--render", str(report.RESULTS_DIR / "tables_full.json")])
-    readme = bench.README.read_text(encoding="utf-8")
+    readme = bench.RESULTS_PAGE.read_text(encoding="utf-8")
     block = readme.split(".. tables-table-start\n\n")[1].split("\n\n.. tables-table-end")[0]
     shown = [".. table::" + table.rstrip("\n") for table in block.split(".. table::")[1:]]
     assert [table.splitlines()[0] for table in shown] == [
@@ -934,7 +934,7 @@ def test_the_stored_structured_records_render_the_readme_table():
                                                           / "sointer_full.json")
     block = report.render(structured.STUDY, records, machine, profile,
                           titles=structured.STUDY.readme_tables)
-    readme = bench.README.read_text(encoding="utf-8")
+    readme = bench.RESULTS_PAGE.read_text(encoding="utf-8")
     assert report.replace_between_markers(readme, block, *structured.STUDY.readme) == readme
     width = block.split("against the number of features")[1]
     assert "| 20 | 2.56 " in width

@@ -1,4 +1,5 @@
-"""Results: the machine description, JSON files of records, and the README's RST tables."""
+"""Results: the machine description, JSON files of records, and the RST tables of
+doc/benchmarks.rst."""
 
 import datetime
 import importlib.metadata

@@ -3,7 +3,7 @@
 A :class:`Study` names its data sets, its methods (registry keys, or names of its own for
 references such as random masks), how to prepare a data set (rows, black box, evaluator),
 how to measure one method with one seed on it, its metrics and tables, and two profiles
-(``fast`` for CI, ``full`` for the README) as plain dictionaries. :func:`run` goes over data
+(``fast`` for CI, ``full`` for doc/benchmarks.rst) as plain dictionaries. :func:`run` goes over data
 sets x methods x seeds and turns every measurement into long records (:func:`records_of`):
 one per metric, with the study, data set, method, seed, metric, value and unit, plus free
 context (k, parameters, an error). :func:`.report.render` draws the tables from them.
@@ -100,8 +100,9 @@ class Study:
     (sample standard deviation), ``"std"`` (population), ``"range"`` (max - min) or ``None``
     (the mean alone).
     ``default_methods`` run when none are asked for (default: all of ``methods``).
-    ``readme`` holds the lines that mark its table in README.rst (and optionally the title of
-    the section whose end takes them when the README has none), ``readme_tables`` the
+    ``readme`` holds the lines that mark its table in doc/benchmarks.rst, the page of every
+    study's tables (and optionally the title of the section whose end takes them when the
+    page has none), ``readme_tables`` the
     titles of the tables that go there (default: the whole report).
     ``results_name`` names its results file (without ``.json``), formatted with the
     ``study``, the ``profile`` and the ``device`` it ran on. ``method_cell(record)``,
