@@ -125,8 +125,10 @@ random_state : int, RandomState instance or None, default=None
     ``fit``, and an int or a ``RandomState`` leaves numpy's global one alone.""",
     "verbose": """\
 verbose : int, default=0
-    0: silent; 1: a progress bar over epochs; 2: skorch's per-epoch table and a progress
-    bar over batches.""",
+    0: silent; 1: progress on standard error, training (epochs, loss), then the refinement
+    against the model (rows, epochs, fidelity, queries): a bar on a terminal, elsewhere (a
+    log, a pipe) a line at a time; 2: skorch's per-epoch table and a progress bar over
+    batches for the training, the same refinement lines.""",
     "k_": """\
 k_ : int or None
     The ``k`` in use: ``k``, or the number of features (groups) when ``k`` exceeds it.""",

@@ -19,6 +19,7 @@ def fast_run(tmp_path_factory):
     return json.loads(out.read_text(encoding="utf-8")), out.with_suffix(".rst")
 
 
+@pytest.mark.slow  # a fast-profile run of the study
 def test_fast_profile_records_rates_and_matched_tpr(fast_run):
     payload, _ = fast_run
     records = payload["records"]
@@ -42,6 +43,7 @@ def test_fast_profile_records_rates_and_matched_tpr(fast_run):
     assert matched["tpr"] > 0.8
 
 
+@pytest.mark.slow  # a fast-profile run of the study
 def test_fast_profile_renders_both_tables(fast_run):
     _, rst = fast_run
     text = rst.read_text(encoding="utf-8")

@@ -81,6 +81,7 @@ def test_the_stored_records_render_the_readme_table():
     assert "accuracy 97.5 % on them" in " ".join(text.split())
 
 
+@pytest.mark.slow  # a fast-profile run of the study
 def test_text_study_fast_profile(tmp_path):
     import importlib.util
 

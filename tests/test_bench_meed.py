@@ -21,6 +21,7 @@ def fast_run(tmp_path_factory):
     return methods, json.loads(out.read_text(encoding="utf-8")), out.with_suffix(".rst")
 
 
+@pytest.mark.slow  # a fast-profile run of the study
 def test_fast_profile_records_every_metric(fast_run):
     methods, payload, _ = fast_run
     records = payload["records"]
@@ -44,6 +45,7 @@ def test_fast_profile_records_every_metric(fast_run):
     assert sanity["chance_cosine"] == pytest.approx(6 / 64)
 
 
+@pytest.mark.slow  # a fast-profile run of the study
 def test_fast_profile_renders_one_row_per_method(fast_run):
     methods, _, rst = fast_run
     text = rst.read_text(encoding="utf-8")

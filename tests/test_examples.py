@@ -11,6 +11,11 @@ from pathlib import Path
 import pytest
 
 matplotlib = pytest.importorskip("matplotlib")
+
+# Every example, the gallery build and the README's figures: minutes, run by .ci/run's
+# second step.
+pytestmark = pytest.mark.slow
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
