@@ -52,6 +52,7 @@ from ._masking import Masker
 from ._networks import CNN, MLP, CNNSelector, EnergyMLP, TokenCNN, TokenCNNSelector
 from ._outputs import OutputSpec
 from ._version import __version__
+from ._repair import RowRepair
 from ._search import ModelRefinement
 from ._utils import resolve_device, seeded
 from .base import _OPTIMIZERS, Problem, _SkorchEstimatorMixin
@@ -72,7 +73,8 @@ _FACTORIES = {"MLP": MLP, "CNN": CNN, "CNNSelector": CNNSelector, "TokenCNN": To
 
 # Every package class a file may name: the factories and configuration objects whose state
 # is their parameters (written as {"factory": name, "params": {...}}).
-_FROM_PARAMS = {**_FACTORIES, "ModelRefinement": ModelRefinement, "EnergyNet": EnergyNet}
+_FROM_PARAMS = {**_FACTORIES, "ModelRefinement": ModelRefinement, "RowRepair": RowRepair,
+                "EnergyNet": EnergyNet}
 
 
 _OPTIMIZER_NAMES = {cls: name for name, cls in _OPTIMIZERS.items()}
@@ -95,10 +97,22 @@ _EXPLAINER_ATTRIBUTES = ("k_",)
 # The JSON document's nesting: what save writes is a few levels deep.
 _MAX_DEPTH = 32
 
-# A string or number array in the JSON decodes to at most this many bytes per byte of its
-# JSON text (plus a little): a dtype such as "<U10000000" on short strings is refused.
-_ARRAY_BYTES_PER_CHAR = 64
-_ARRAY_SLACK_BYTES = 1 << 16
+# The arrays of a JSON document decode to at most this many bytes per character of the
+# document, plus a little: a dtype such as "<U160" on one-digit items (640 bytes for two
+# characters) is refused before anything is decoded. What save writes takes less than 4
+# (an int64 zero, "0, ", takes 8 bytes for 3 characters); the slack leaves room for
+# string arrays whose width is that of one long item among many short ones.
+_ARRAY_BYTES_PER_CHAR = 4
+_ARRAY_SLACK_BYTES = 8 << 20
+
+# JSON arrays and objects in one document: save writes a few for each output and
+# parameter, and each costs a hundred bytes or so once parsed, whatever its text.
+_MAX_CONTAINERS = 200_000
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+
+# Items of a list in a network factory's parameters (hidden_units, channels): one layer
+# each, built (on the meta device) before the weights are compared with the file's.
+_MAX_LAYERS = 256
 
 # Safetensors dtype names, as the header gives them.
 _HEADER_DTYPES = {
@@ -277,6 +291,7 @@ def load(path, *, device="cpu", black_box=None):
     >>> loaded.score(X) == expl.score(X)
     True
     """
+    device = _load_device(device)
     path, doc, header = read_header(path)
     cls = _class_named(doc.get("class"))
     estimator = _with_params(cls, _decode_object(doc.get("params"), "parameters"))
@@ -295,8 +310,22 @@ def load(path, *, device="cpu", black_box=None):
     )
     estimator.output_spec_ = _load_spec(doc.get("output_spec"), small)
     estimator.black_box_ = _attach(black_box, estimator)
-    estimator.net_ = _load_net(estimator, doc.get("net"), header, resolve_device(device), path)
+    estimator.net_ = _load_net(estimator, doc.get("net"), header, device, path)
+    if estimator.black_box_ is not None:
+        _check_black_box(estimator)
     return estimator
+
+
+def _load_device(device):
+    """The torch device the networks are loaded on: a CPU or an available CUDA device."""
+    resolved = resolve_device(device)
+    if resolved.type not in ("cpu", "cuda"):
+        raise ValueError(f"sk_sointer.load puts the networks on 'cpu', 'cuda', 'cuda:N' or "
+                         f"'auto'; got device={device!r}.")
+    if resolved.type == "cuda" and (resolved.index or 0) >= torch.cuda.device_count():
+        raise ValueError(f"device={str(resolved)!r} does not exist: this machine has "
+                         f"{torch.cuda.device_count()} CUDA device(s).")
+    return resolved
 
 
 def _path_of(path):
@@ -398,8 +427,19 @@ def _read_document(path):
             f"{path} was not written by sk_sointer.save: its metadata has no "
             f"{_METADATA_KEY!r} entry."
         )
+    text = metadata[_METADATA_KEY]
+    # Counted in the text, strings left out, before anything is parsed.
+    stripped = _JSON_STRING.sub("", text)
+    containers = stripped.count("[") + stripped.count("{")
+    del stripped
+    if containers > _MAX_CONTAINERS:
+        raise ValueError(
+            f"The sk_sointer metadata of {path} holds {containers:,} JSON arrays and "
+            f"objects; sk_sointer.save writes a few for each parameter and output, and "
+            f"sk_sointer.load reads at most {_MAX_CONTAINERS:,}."
+        )
     try:
-        doc = json.loads(metadata[_METADATA_KEY])
+        doc = json.loads(text)
     except RecursionError:
         doc = None
     except ValueError as exc:
@@ -411,6 +451,14 @@ def _read_document(path):
         )
     if not isinstance(doc, dict):
         raise ValueError(f"The sk_sointer metadata of {path} should be a JSON object.")
+    declared, limit = _array_bytes(doc), _array_budget(len(text))
+    if declared > limit:
+        raise ValueError(
+            f"The sk_sointer metadata of {path} declares arrays of {declared:,} bytes in "
+            f"{len(text):,} characters of JSON, more than the {limit:,} "
+            "bytes that sk_sointer.save writes for that much text: an array's dtype is wider "
+            "than its items."
+        )
     version = doc.get("format_version")
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise ValueError(f"{path} has an invalid format version {version!r}.")
@@ -424,19 +472,54 @@ def _read_document(path):
     return doc, header
 
 
+def _array_budget(n_chars):
+    """The most bytes that the arrays of a JSON document of ``n_chars`` characters may
+    decode to."""
+    return _ARRAY_BYTES_PER_CHAR * n_chars + _ARRAY_SLACK_BYTES
+
+
+def _array_bytes(obj):
+    """What the arrays written as ``{"ndarray", "dtype", "shape"}`` in a JSON value say they
+    take once decoded (items times the dtype's width), read from the declarations alone. A
+    declaration that does not parse counts for nothing here: decoding refuses it."""
+    total = 0
+    for value, _ in _containers(obj):
+        if (isinstance(value, dict) and set(value) == {"ndarray", "dtype", "shape"}
+                and isinstance(value["ndarray"], list)):
+            try:
+                width = np.dtype(value["dtype"]).itemsize
+            except (TypeError, ValueError, OverflowError):
+                width = 0
+            total += width * len(value["ndarray"])
+    return total
+
+
 def _depth(obj):
     """Nesting depth of a JSON value, without recursion (the value may come from anyone)."""
-    deepest, stack = 0, [(obj, 1)]
-    while stack:
-        value, depth = stack.pop()
-        deepest = max(deepest, depth)
+    deepest = 1
+    for value, depth in _containers(obj):
+        deepest = max(deepest, depth + 1 if value else depth)
         if deepest > _MAX_DEPTH:
             break
-        if isinstance(value, dict):
-            stack.extend((item, depth + 1) for item in value.values())
-        elif isinstance(value, list):
-            stack.extend((item, depth + 1) for item in value)
     return deepest
+
+
+def _containers(obj):
+    """Every dict and list in a JSON value with its depth (``obj``'s is 1), depth first.
+    The walk keeps one iterator a level, so that its memory grows with the depth of the
+    value, not with its number of items."""
+    if not isinstance(obj, (dict, list)):
+        return
+    yield obj, 1
+    stack = [iter(obj.values() if isinstance(obj, dict) else obj)]
+    while stack:
+        for item in stack[-1]:
+            if isinstance(item, (dict, list)):
+                yield item, len(stack) + 1
+                stack.append(iter(item.values() if isinstance(item, dict) else item))
+                break
+        else:
+            stack.pop()
 
 
 # Parameters and fitted attributes as JSON
@@ -563,13 +646,14 @@ def _decode_array(obj, where):
             f"The file's {where} hold an array of shape {list(shape)} with {len(items)} items."
         )
     # A declared dtype could ask for far more memory than the items take (strings of ten
-    # million characters for one-letter labels): the array is bounded by its JSON text.
-    text = sum(len(item) if isinstance(item, str) else 8 for item in items) + 2 * len(items)
-    if dtype.itemsize * len(items) > _ARRAY_BYTES_PER_CHAR * text + _ARRAY_SLACK_BYTES:
+    # million characters for one-letter labels): the array is bounded by the shortest JSON
+    # text its items can be written in (read_header bounds all of a file's arrays at once).
+    text = sum(len(item) + 3 if isinstance(item, str) else 2 for item in items)
+    if dtype.itemsize * len(items) > _array_budget(text):
         raise ValueError(
             f"The file's {where} hold an array of dtype {dtype.str} that would take "
-            f"{dtype.itemsize * len(items)} bytes for {len(items)} items written in "
-            f"{text} characters."
+            f"{dtype.itemsize * len(items):,} bytes for {len(items):,} items written in "
+            f"{text:,} characters."
         )
     try:
         return np.array(items, dtype=dtype).reshape(shape)
@@ -585,6 +669,12 @@ def _decode_factory(obj, where):
             f"package's ({', '.join(_FACTORIES)})."
         )
     params = _decode_object(obj["params"], where)
+    for key, value in params.items():
+        if isinstance(value, (list, tuple)) and len(value) > _MAX_LAYERS:
+            raise ValueError(
+                f"The file's {where} give {name} a {key} of {len(value):,} items; "
+                f"sk_sointer.load builds networks of at most {_MAX_LAYERS} layers."
+            )
     try:
         return _FROM_PARAMS[name](**params)
     except TypeError as exc:
@@ -824,6 +914,35 @@ def _attach(black_box, estimator):
             f"{type(estimator).__name__} was fitted on, {estimator.output_spec_.kinds}."
         )
     return black_box
+
+
+def _check_black_box(estimator):
+    """The black box answers a row of the baseline with outputs of the stored spec: a
+    regressor given for a classifier's explainer would otherwise score as if it agreed."""
+    black_box, stored = estimator.black_box_, estimator.output_spec_
+    name = type(estimator).__name__
+    row = torch.as_tensor(estimator.masker_.baseline_[None], dtype=torch.float32)
+    try:
+        with torch.no_grad():
+            black_box(row)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"The black box given to load does not answer a row of the {name}'s "
+                         f"baseline: {' '.join(str(exc).split())}") from None
+    spec = black_box.spec
+    if (spec.kinds, spec.blocks) != (stored.kinds, stored.blocks):
+        raise ValueError(
+            f"The black box's outputs ({_spec_text(spec)}) do not match those the {name} was "
+            f"fitted on ({_spec_text(stored)})."
+        )
+
+
+def _spec_text(spec):
+    parts = []
+    for kind, (start, stop) in zip(spec.kinds, spec.blocks):
+        parts.append(f"{kind} over {stop - start} classes" if kind == "categorical" else kind)
+    if len(parts) > 4:
+        return f"{len(parts)} outputs: {', '.join(parts[:4])}, ..."
+    return f"{len(parts)} output{'s' if len(parts) != 1 else ''}: {', '.join(parts)}"
 
 
 # Networks
