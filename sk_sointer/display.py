@@ -90,7 +90,20 @@ def _table(masks, name="masks"):
             f"{name} should be 2-D, one row per sample and one column per feature; got shape "
             f"{values.shape}. Plot images with ImageMaskDisplay (plot_image_masks)."
         )
+    if 0 in values.shape:
+        raise ValueError(f"{name} should hold one row and one feature at least; got shape "
+                         f"{values.shape}.")
+    if not np.isfinite(values).all():
+        raise ValueError(f"{name} should be finite; got NaN or infinite values.")
     return values, None if columns is None else [str(c) for c in columns]
+
+
+def _positive_int(name, value):
+    """``value`` when it is a whole number >= 1 (not a bool), else a one-line ValueError."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
+            or value < 1:
+        raise ValueError(f"{name} should be a whole number >= 1; got {value!r}.")
+    return int(value)
 
 
 def _feature_names(n_features, feature_names=None, explainer=None, columns=None):
@@ -122,7 +135,7 @@ def _image(image):
         image = np.moveaxis(image, 0, -1)  # channels first, as the explainers take images
     if image.ndim == 3 and image.shape[-1] == 1:
         image = image[..., 0]
-    if image.ndim not in (2, 3):
+    if image.ndim not in (2, 3) or 0 in image.shape:
         raise ValueError(f"images should be (n, H, W) or (n, C, H, W); got one of {image.shape}.")
     if image.ndim == 3:  # colour: to 0..1 for imshow
         low, high = image.min(), image.max()
@@ -151,10 +164,14 @@ def _pixel_mask(mask, shape):
 def _images_and_masks(images, masks):
     """Images ready for ``imshow`` and their masks over the pixels, one per image."""
     images = [_image(image) for image in np.asarray(images)]
+    if not images:
+        raise ValueError("images should hold one image at least; got none.")
     if len(masks) != len(images):
         raise ValueError(
             f"masks should hold one mask per image ({len(images)}); got {len(masks)}."
         )
+    if not np.isfinite(np.asarray(masks, dtype=float)).all():
+        raise ValueError("masks should be finite; got NaN or infinite values.")
     return images, [_pixel_mask(masks[i], image.shape[:2]) for i, image in enumerate(images)]
 
 
@@ -194,6 +211,11 @@ def _frequencies(values, by):
         raise ValueError(
             f"by should hold one label per row of masks ({len(values)}); got shape {by.shape}."
         )
+    # NaN (or None) is no label: unequal to itself, its rows would silently drop out.
+    if by.dtype.kind in "fc" and np.isnan(by).any() or by.dtype.kind == "O" and (
+            np.any(by != by) or any(label is None for label in by)):
+        raise ValueError("by should hold a label for every row; it holds missing values (NaN "
+                         "or None).")
     labels = list(np.unique(by))
     rows = [by == label for label in labels]
     return (np.array([values[r].mean(axis=0) for r in rows]), labels,
@@ -404,6 +426,7 @@ class SelectionFrequencyDisplay:
         frequencies, labels, sizes = _frequencies(values, by)
         kept = np.arange(values.shape[1])
         if top is not None:
+            top = _positive_int("top", top)
             kept = np.argsort(-values.mean(axis=0), kind="stable")[:top]
         return cls(frequencies[:, kept], feature_names=list(names[kept]),
                    group_labels=None if by is None else labels,
@@ -443,21 +466,32 @@ class SelectionFrequencyDisplay:
         n_groups, n_features = frequencies.shape
         labels = self.group_labels if self.group_labels is not None else [None] * n_groups
         sizes = self.group_sizes if self.group_sizes is not None else [None] * n_groups
-        ax = _axes(ax, figsize=(max(4.0, 0.4 * n_features * n_groups + 2), 3.2))
-        width = 0.8 / n_groups
+        rotated = bool(names) and max(map(len, names)) > 3
+        if ax is None:
+            # A feature's bars take about 0.15 inch each (0.35 at least), capped at a
+            # page's width; rotated names get the height they need below the axes.
+            longest = max(map(len, names), default=1)
+            width = float(np.clip(1.5 + n_features * max(0.35, 0.15 * n_groups), 4.0, 12.0))
+            height = 3.0 + (min(0.07 * longest, 2.0) if rotated else 0.0)
+            legend_width = 1.4 if self.group_labels is not None else 0.0
+            ax = _pyplot().subplots(figsize=(width + legend_width, height),
+                                    layout="constrained")[1]
+        bar_width = 0.8 / n_groups
         self.bars_ = []
         for g, (heights, label, size) in enumerate(zip(frequencies, labels, sizes)):
-            offsets = np.arange(n_features) + (g - (n_groups - 1) / 2) * width
+            offsets = np.arange(n_features) + (g - (n_groups - 1) / 2) * bar_width
+            # a name reads alone; a number (a class index, a cluster) says what it is
+            named = label if isinstance(label, str) else f"by = {label}"
             legend = None if label is None else (
-                f"{label}" if size is None else f"{label} ({size} rows)")
-            self.bars_.append(ax.bar(offsets, heights, width=width, label=legend))
+                named if size is None else f"{named} ({size} rows)")
+            self.bars_.append(ax.bar(offsets, heights, width=bar_width, label=legend))
         ax.set_xticks(np.arange(n_features))
-        ax.set_xticklabels(names, rotation=90 if names and max(map(len, names)) > 3 else 0)
+        ax.set_xticklabels(names, rotation=90 if rotated else 0)
+        ax.set_xlim(-0.6, n_features - 0.4)
         ax.set_ylabel("share of rows selecting it")
         ax.set_ylim(0, 1.05)
         if self.group_labels is not None:  # beside the axes: shares near 1 would hide under it
-            ax.legend(title="rows of", fontsize="small", loc="upper left",
-                      bbox_to_anchor=(1.01, 1.0))
+            ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
         self.ax_, self.figure_ = ax, ax.figure
         return self
 
@@ -595,12 +629,27 @@ def _words(tokens, masks, sequencer):
             )
         if sequencer is not None:
             vocabulary = sequencer.words_
+            _check_token_ids(i, row, len(vocabulary))
             pairs = [(str(vocabulary[int(t)]), k > 0) for t, k in zip(row, keep) if int(t) != 0]
         else:
             pairs = [(str(t), k > 0) for t, k in zip(row, keep)]
         words.append([word for word, _ in pairs])
         kept.append(np.array([k for _, k in pairs], dtype=bool))
     return words, kept
+
+
+def _check_token_ids(i, row, n_ids):
+    """Token ids of text ``i``: whole numbers from 0 (the padding) below ``n_ids``."""
+    try:
+        ids = np.asarray(row, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"row {i}: tokens should be token ids (numbers) with a sequencer; got "
+                        f"{row[:3]!r}...") from None
+    bad = ~np.isfinite(ids) | (ids != np.round(ids)) | (ids < 0) | (ids >= n_ids)
+    if bad.any():
+        raise ValueError(f"row {i}: token ids should be whole numbers in [0, {n_ids}) (the "
+                         "sequencer's vocabulary, 0 the padding); got "
+                         f"{sorted(set(ids[bad].tolist()))[:5]}.")
 
 
 class TokenMaskDisplay:
@@ -656,6 +705,7 @@ class TokenMaskDisplay:
         -------
         display : TokenMaskDisplay
         """
+        width = _positive_int("width", width)
         words, kept = _words(tokens, masks, sequencer)
         return cls(words, kept).plot(ax=ax, color=color, width=width)
 
@@ -695,6 +745,7 @@ class TokenMaskDisplay:
         -------
         display : TokenMaskDisplay
         """
+        width = _positive_int("width", width)
         lines = []  # (text, [(word, kept), ...]) wrapped at ``width`` characters
         for i, (row, keep) in enumerate(zip(self.words, self.masks)):
             line, used = [], 0
@@ -1190,6 +1241,15 @@ class InsertionDeletionDisplay:
             raise ValueError(
                 "fraction, insertion and deletion should be 1-D of one length (2 points at "
                 f"least); got lengths {fraction.size}, {insertion.size} and {deletion.size}."
+            )
+        if not all(np.isfinite(v).all() for v in (fraction, insertion, deletion)):
+            raise ValueError("fraction, insertion and deletion should be finite; got NaN or "
+                             "infinite values.")
+        if fraction.min() < 0 or fraction.max() > 1 or np.any(np.diff(fraction) <= 0):
+            raise ValueError(
+                "fraction should increase within [0, 1] (shares of the groups inserted or "
+                f"deleted); got values from {fraction.min():g} to {fraction.max():g}"
+                f"{'' if np.all(np.diff(fraction) > 0) else ', not increasing'}."
             )
         return cls(fraction, insertion, deletion, insertion_auc=float(auc(fraction, insertion)),
                    deletion_auc=float(auc(fraction, deletion)), name=name).plot(ax=ax)

@@ -294,3 +294,125 @@ def test_nan_labels_from_a_classifier_are_refused_everywhere_they_are_read(evalu
     for use in uses:
         with pytest.raises(ValueError, match="answered NaN or infinite labels"):
             use()
+
+
+# Displays ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def plt():
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as pyplot
+
+    yield pyplot
+    pyplot.close("all")
+
+
+def _sequencer():
+    from sk_sointer.text import TokenSequencer
+
+    return TokenSequencer().fit(["not bad at all", "bad film"])
+
+
+_EYE = np.eye(4)
+_DISPLAY_CASES = {
+    "table without rows": ("MaskDisplay", "from_masks", (np.zeros((0, 4)),), {},
+                           "one row and one feature at least"),
+    "table without features": ("SelectionFrequencyDisplay", "from_masks", (np.zeros((3, 0)),),
+                               {}, "one row and one feature at least"),
+    "NaN masks": ("MaskDisplay", "from_masks", (np.full((2, 3), np.nan),), {},
+                  "masks should be finite"),
+    "negative top": ("SelectionFrequencyDisplay", "from_masks", (_EYE,), {"top": -1},
+                     "top should be a whole number >= 1"),
+    "fractional top": ("SelectionFrequencyDisplay", "from_masks", (_EYE,), {"top": 1.5},
+                       "top should be a whole number >= 1"),
+    "NaN by": ("SelectionFrequencyDisplay", "from_masks", (_EYE,),
+               {"by": [0.0, 1.0, np.nan, 1.0]}, "holds missing values"),
+    "None by": ("SelectionFrequencyDisplay", "from_masks", (_EYE,),
+                {"by": np.array(["a", None, "b", "a"], dtype=object)}, "holds missing values"),
+    "no images": ("ImageMaskDisplay", "from_masks", (np.zeros((0, 4, 4)), np.zeros((0, 4, 4))),
+                  {}, "one image at least"),
+    "no images to compare": ("ComparisonDisplay", "from_masks",
+                             ({"a": np.zeros((0, 4, 4))},), {"images": np.zeros((0, 4, 4))},
+                             "one image at least"),
+    "NaN image masks": ("ImageMaskDisplay", "from_masks",
+                        (np.zeros((1, 4, 4)), np.full((1, 4, 4), np.nan)), {},
+                        "masks should be finite"),
+    "fractions beyond 1": ("InsertionDeletionDisplay", "from_curves",
+                           ([0, 5, 10], [0.5, 1, 1], [1, 0.5, 0.5]), {},
+                           "fraction should increase within"),
+    "fractions not increasing": ("InsertionDeletionDisplay", "from_curves",
+                                 ([0, 0.6, 0.5, 1], [0.5, 1, 1, 1], [1, 0.5, 0.5, 0.5]), {},
+                                 "not increasing"),
+    "NaN curve": ("InsertionDeletionDisplay", "from_curves",
+                  ([0, 0.5, 1], [np.nan, 1, 1], [1, 0.5, 0.5]), {}, "should be finite"),
+    "zero width": ("TokenMaskDisplay", "from_masks", ([["bad", "film"]], [[1, 0]]),
+                   {"width": 0}, "width should be a whole number >= 1"),
+    "negative id": ("TokenMaskDisplay", "from_masks", ([[1, -1]], [[1, 0]]),
+                    {"sequencer": "fitted"}, r"token ids should be whole numbers in \[0, "),
+    "id beyond the vocabulary": ("TokenMaskDisplay", "from_masks", ([[1, 99]], [[1, 0]]),
+                                 {"sequencer": "fitted"}, r"got \[99.0\]"),
+    "fractional id": ("TokenMaskDisplay", "from_masks", ([[1, 2.5]], [[1, 0]]),
+                      {"sequencer": "fitted"}, r"got \[2.5\]"),
+}
+
+
+@pytest.mark.parametrize("case", list(_DISPLAY_CASES))
+def test_displays_refuse_bad_input_in_one_line(plt, case):
+    from sk_sointer import display
+
+    name, method, args, kwargs, message = _DISPLAY_CASES[case]
+    if kwargs.get("sequencer") == "fitted":
+        kwargs = {**kwargs, "sequencer": _sequencer()}
+    with pytest.raises(ValueError, match=message) as info:
+        getattr(getattr(display, name), method)(*args, **kwargs)
+    assert "\n" not in str(info.value)
+
+
+def test_token_display_reads_valid_ids_through_the_vocabulary(plt):
+    from sk_sointer.display import TokenMaskDisplay
+
+    sequencer = _sequencer()
+    words = list(sequencer.words_)
+    ids = [[words.index("bad"), words.index("film"), 0]]
+    display = TokenMaskDisplay.from_masks(ids, [[1, 0, 1]], sequencer=sequencer, width=1)
+    assert [t.get_text() for t in display.texts_] == ["bad", "film"]
+    assert [t.get_text() for t in display.texts_ if t.get_bbox_patch()] == ["bad"]
+
+
+@pytest.mark.parametrize("n_features", [4, 28, 60])
+def test_selection_frequency_by_label_has_room_and_readable_legend(plt, n_features):
+    from sk_sointer.display import SelectionFrequencyDisplay
+
+    rng = np.random.RandomState(0)
+    masks = (rng.rand(50, n_features) > 0.5).astype(float)
+    by = np.repeat([0, 1], 25)
+    names = [f"feature_{j}" for j in range(n_features)]
+    display = SelectionFrequencyDisplay.from_masks(masks, by=by, feature_names=names)
+    legend = [t.get_text() for t in display.ax_.get_legend().get_texts()]
+    assert legend == ["by = 0 (25 rows)", "by = 1 (25 rows)"]
+    figure = display.figure_
+    width, height = figure.get_size_inches()
+    assert width <= 14 and height >= 3  # no strip: a page's width, room for the names
+    figure.canvas.draw()
+    drawn = figure.get_tightbbox(figure.canvas.get_renderer())
+    assert drawn.x0 >= -0.01 and drawn.y0 >= -0.01  # names and legend inside the figure
+    assert drawn.x1 <= width + 0.01 and drawn.y1 <= height + 0.01
+    top = SelectionFrequencyDisplay.from_masks(masks, top=n_features + 5)
+    assert len(top.bars_[0]) == n_features  # a top beyond the features keeps them all
+
+
+@pytest.mark.parametrize("cls", [sk_sointer.MEEDExplainer, sk_sointer.L2XExplainer],
+                         ids=lambda c: c.__name__)
+@pytest.mark.parametrize("container", ["pandas"])
+def test_tables_of_image_masks_are_refused_by_every_explainer(cls, container):
+    pytest.importorskip(container)
+    images = np.random.RandomState(0).randn(20, 6, 6).astype(np.float32)
+    model = CountingModel()
+    explainer = cls(k=3, max_epochs=1, refine=None).set_output(transform=container)
+    explainer.fit(images.reshape(20, 6, 6), black_box=lambda rows: model(
+        np.asarray(rows).reshape(len(rows), -1)))
+    with pytest.raises(ValueError, match=f"set_output\\(transform='{container}'\\) makes "
+                                         "tables, but this .* was fitted on images"):
+        explainer.transform(images)

@@ -487,6 +487,7 @@ class MEEDExplainer(BaseExplainer):
         masks : ndarray of the shape of X
             0/1 values in the dtype of ``X``; ``k`` of them (``k`` groups) per row.
         """
+        self._check_output_container()  # as BaseExplainer.transform: no table of images
         return self._explained(X, outputs, self._masks_of, None)
 
     def _explained(self, X, outputs, finish, dtype):
