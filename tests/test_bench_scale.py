@@ -31,6 +31,7 @@ def tiny_run(tmp_path_factory):
     return out, json.loads(out.read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow  # a tiny run of the scale grid
 def test_the_tiny_grid_records_finite_positive_timings_and_ratios(tiny_run):
     out, payload = tiny_run
     records = payload["records"]
@@ -165,6 +166,7 @@ def _n_columns(table):
     return len(next(iter(borders))) - 1
 
 
+@pytest.mark.slow  # a tiny run of the scale grid
 def test_rendering_gives_one_row_per_record_and_the_peers(tiny_run):
     _, payload = tiny_run
     records, machine = payload["records"], payload["machine"]
@@ -279,6 +281,7 @@ def test_readme_block_needs_markers_or_a_benchmarks_section():
                     ".. scale-table-end\n")
 
 
+@pytest.mark.slow  # a local Dask cluster's run
 def test_cluster_part_checks_masks_and_reports_every_engine(tmp_path, monkeypatch):
     pytest.importorskip("distributed")
     from benchmarks import bench

@@ -21,6 +21,7 @@ def fast_run(tmp_path_factory):
     return json.loads(out.read_text(encoding="utf-8")), out.with_suffix(".rst")
 
 
+@pytest.mark.slow  # a fast-profile run of the study
 def test_fast_profile_records_every_method_at_its_k(fast_run):
     payload, _ = fast_run
     records = payload["records"]
@@ -79,6 +80,7 @@ def test_the_greedy_reference_keeps_k_pixels_of_the_field_and_reads_the_network_
         segmentation.greedy_masks(model, X, fill, 2, 9, k=1)
 
 
+@pytest.mark.slow  # a fast-profile run of the study
 def test_fast_profile_renders_the_tables(fast_run):
     _, rst = fast_run
     text = rst.read_text(encoding="utf-8")

@@ -83,6 +83,7 @@ def test_the_top_words_table_stars_swear_words_and_the_records_keep_them():
     assert record["top_words"][0][0] == "fuck"
 
 
+@pytest.mark.slow  # a fast-profile run of the study
 def test_fast_profile_records_every_tag_and_method(fast_run):
     payload, _ = fast_run
     records = payload["records"]
@@ -115,6 +116,7 @@ def test_fast_profile_records_every_tag_and_method(fast_run):
     assert shares == sorted(shares, reverse=True) and 0 < shares[-1] <= shares[0] <= 1
 
 
+@pytest.mark.slow  # a fast-profile run of the study
 def test_fast_profile_renders_its_tables(fast_run):
     _, rst = fast_run
     text = rst.read_text(encoding="utf-8")

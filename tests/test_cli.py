@@ -846,7 +846,7 @@ def _inspected_cases():
 @pytest.fixture(scope="module")
 def inspected(data, tmp_path_factory):
     """Every class save supports, fitted briefly and saved: {case: (estimator, path)}."""
-    import pandas as pd
+    pd = pytest.importorskip("pandas")  # the test extra
 
     X, y = data
     folder = tmp_path_factory.mktemp("inspect")

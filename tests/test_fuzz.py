@@ -6,8 +6,11 @@ or TypeError with a message: never another exception type, never NaN scores.
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+
+pytest.importorskip("hypothesis")  # the test extra
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 
 from sk_sointer import L2XExplainer, RealXExplainer
 
