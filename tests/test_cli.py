@@ -120,6 +120,12 @@ def csv_path(tmp_path, data):
     return write_csv(tmp_path / "data.csv", data[0].tolist(), header=NAMES)
 
 
+def cli_lines(err):
+    """The CLI's own lines of ``err`` (notes, warnings, errors), without the progress that
+    the explainer's ``verbose=1`` writes."""
+    return [line for line in err.splitlines() if line.startswith("sk_sointer ")]
+
+
 def run_error(capsys, argv):
     """Run a command expected to fail on bad input; return its stderr."""
     assert main(argv) == 2
@@ -255,7 +261,8 @@ def test_pandas_default_header_is_a_header(capsys, tmp_path, model_path, data):
     rows = read_csv(out)
     assert rows[0] == ["0", "1", "2", "3", "4"] and len(rows) == N_ROWS + 1
     assert f"Wrote {N_ROWS} masks" in captured.out
-    assert "pandas writes for unnamed columns" in captured.err and "--no-header" in captured.err
+    assert "is read as a header: its numbers are consecutive integers" in captured.err
+    assert "--no-header" in captured.err
     # Asked for, the row is data.
     argv = ["explain", model_path, str(path), "-k", "2", "--no-header", "--out", str(out), *FAST]
     assert main(argv) == 0
@@ -263,12 +270,26 @@ def test_pandas_default_header_is_a_header(capsys, tmp_path, model_path, data):
     assert f"Wrote {N_ROWS + 1} masks" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("first, is_header", [
-    (["0", "1", "2"], True), ([" 0", "1 ", "2"], True), (["0", "1", "3"], False),
-    (["1", "2", "3"], False), (["0"], False), (["0.0", "1.0", "2.0"], False),
+FLOATS = [["0.25", "1.5", "-2.0"], ["3.75", "0.5", "1e-3"]]
+
+
+@pytest.mark.parametrize("rows, rule", [
+    ([["0", "1", "2"], *FLOATS], "consecutive integers"),
+    ([[" 0", "1 ", "2"], *FLOATS], "consecutive integers"),
+    ([["2019", "2020", "2021"], ["5", "7", "9"], ["1", "2", "4"]], "consecutive integers"),
+    ([["0.0", "1.0", "2.0"], *FLOATS], "consecutive integers"),
+    ([["10", "20", "40"], *FLOATS], "written as integers"),
+    # Data: a run with runs below, integers above integers, fractions on the first row.
+    ([["0", "1", "2"], ["1", "2", "3"], ["5", "0", "1"]], None),
+    ([["0", "1", "3"], ["4", "2", "2"]], None),
+    ([["10", "20", "40"], ["1", "2", "3.5"], ["1", "2", "4"]], None),
+    ([["0.5", "1.5", "2.5"], *FLOATS], None),
+    ([["0"], ["1.5"]], None),
+    ([["0", "1", "2"]], None),
 ])
-def test_default_header_detection(first, is_header):
-    assert explain._is_default_header(first) is is_header
+def test_numeric_header_rule(rows, rule):
+    found = explain._numeric_header_rule(rows)
+    assert (found is None) if rule is None else (rule in found)
 
 
 def test_explain_forced_header_on_numeric_first_row(tmp_path, model_path, data):
@@ -440,10 +461,10 @@ def test_l2x_default_k_wider_than_the_data_keeps_every_feature(capsys, recwarn, 
     out = tmp_path / "m.csv"
     assert main(["explain", model, path, "--out", str(out), *FAST]) == 0
     captured = capsys.readouterr()
-    assert captured.err == (
+    assert cli_lines(captured.err) == [
         f"sk_sointer explain: warning: l2x's default k=4 is more than the 3 columns of "
-        f"{path!r}, so every feature is selected; give -k to select fewer.\n"
-    )
+        f"{path!r}, so every feature is selected; give -k to select fewer."
+    ]
     np.testing.assert_array_equal(np.array(read_csv(out)[1:], dtype=float), 1.0)
     assert "(3 of 3 features per row)" in captured.out
     assert not [w for w in recwarn if "greater than" in str(w.message)]  # said once, above
@@ -689,9 +710,10 @@ def test_an_invalid_answer_on_masked_rows_is_one_line_and_exit_2(capsys, tmp_pat
     out = tmp_path / "m.csv"
     err = run_error(capsys, ["explain", path, csv_path, "-k", "2", "--baseline", "zero",
                              "--out", str(out), *FAST])
+    (line,) = cli_lines(err)  # one line, after the training's progress
     assert re.match(f"sk_sointer explain: error: could not (fit the explainer to|explain "
-                    f"with) {re.escape(path)}: ", err), err
-    assert expected in err and err.count("\n") == 1, err
+                    f"with) {re.escape(path)}: ", line), err
+    assert expected in line and err.endswith(line + "\n"), err
     assert not out.exists()
 
 

@@ -31,7 +31,7 @@ import traceback
 from ._common import _HELP_DEFAULTS, _InputError, _ModelError
 from .demo import _DEMO_MIN_ROWS, _DEMO_SETS, _run_demo
 from .explain import _run_explain
-from .inspect import _run_inspect
+from .inspect import _run_inspect, printable
 
 
 def _positive_int(text):
@@ -41,6 +41,26 @@ def _positive_int(text):
         raise argparse.ArgumentTypeError(f"expected a positive integer; got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer; got {value}")
+    return value
+
+
+def _non_negative_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0; got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0; got {value}")
+    return value
+
+
+def _positive_float(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number; got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0; got {text!r}")
     return value
 
 
@@ -134,6 +154,13 @@ def _build_parser():
                         "text otherwise")
     common.add_argument("--max-epochs", type=_positive_int, default=None,
                         help=_max_epochs_help())
+    common.add_argument("--max-queries", type=_non_negative_int, default=None,
+                        help="most rows the refinement against the model sends to it, "
+                        "every query included (default: the refinement's own, 1000000); "
+                        "0 leaves the selector as the method trained it")
+    common.add_argument("--max-seconds", type=_positive_float, default=None,
+                        help="time budget of the refinement against the model, in seconds "
+                        "(default: none)")
     common.add_argument("--random-state", type=int, default=0, help="seed (default: 0)")
     common.add_argument("--device", type=_device, default="auto",
                         help="torch device: auto, cpu or cuda (default: auto)")
@@ -189,7 +216,12 @@ def _build_parser():
     header.add_argument("--header", dest="header", action="store_const", const=True,
                         default=None, help="the first row holds column names")
     header.add_argument("--no-header", dest="header", action="store_const", const=False,
-                        help="the first row is data (default: detect)")
+                        help="the first row is data. Default: detect. The first row is a "
+                        "header when some cell is not a number, or when its numbers differ "
+                        "in kind from the rows below: consecutive integers (0,1,2,...; "
+                        "2019,2020,...) where no row below is such a run, or integers where "
+                        "every column below holds fractions. A note on stderr says how a "
+                        "first row of numbers was read")
     explain.add_argument("--debug", action="store_true",
                          help="when the model raises, print the full traceback too")
     explain.set_defaults(handler=_run_explain)
@@ -232,10 +264,11 @@ def main(argv=None):
     try:
         return args.handler(args)
     except _InputError as exc:
-        print(f"sk_sointer {args.command}: error: {exc}", file=sys.stderr)
+        print(printable(f"sk_sointer {args.command}: error: {exc}"), file=sys.stderr)
         return 2
     except _ModelError as exc:
         if getattr(args, "debug", False):
             traceback.print_exception(exc)
-        print(f"sk_sointer {args.command}: error: {exc.describe()}", file=sys.stderr)
+        print(printable(f"sk_sointer {args.command}: error: {exc.describe()}"),
+              file=sys.stderr)
         return 1

@@ -10,7 +10,12 @@ _OPTION_PARAMS = {"k": "-k", "max_epochs": "--max-epochs", "baseline": "--baseli
 # explain's options about fitting, which make no sense with --explainer: (dest, option).
 _FIT_OPTIONS = [("method", "--method"), ("k", "-k"), ("param", "--param"),
                 ("max_epochs", "--max-epochs"), ("baseline", "--baseline"),
-                ("fit_rows", "--fit-rows"), ("save_explainer", "--save-explainer")]
+                ("fit_rows", "--fit-rows"), ("save_explainer", "--save-explainer"),
+                ("max_queries", "--max-queries"), ("max_seconds", "--max-seconds")]
+
+# The refinement's budget options: (dest, option, ModelRefinement's parameter).
+_BUDGET_OPTIONS = [("max_queries", "--max-queries", "max_queries"),
+                   ("max_seconds", "--max-seconds", "max_seconds")]
 
 
 class _InputError(Exception):
@@ -156,12 +161,36 @@ def _build_explainer(method, cls, args, *, n_features, **options):
             raise _InputError(f"--param {name} cannot be set on the command line: it takes "
                               f"Python objects, not {value!r}.")
     explainer.set_params(**params)
+    _set_budget(explainer, method, args)
     try:
         explainer._validate_params()
     except (TypeError, ValueError) as exc:
         raise _InputError(f"invalid parameter value: {exc}") from None
     _check_networks(explainer, user, n_features)
     return explainer
+
+
+def _set_budget(explainer, method, args):
+    """--max-queries and --max-seconds, set on the explainer's refinement against the
+    model (``refine="model"`` being the default ModelRefinement)."""
+    budget = {param: getattr(args, dest) for dest, _, param in _BUDGET_OPTIONS
+              if getattr(args, dest, None) is not None}
+    if not budget:
+        return
+    from sklearn.base import clone
+
+    from .._search import ModelRefinement
+
+    refine = getattr(explainer, "refine", None)
+    options = " and ".join(option for dest, option, _ in _BUDGET_OPTIONS
+                           if getattr(args, dest, None) is not None)
+    if refine is None:
+        raise _InputError(f"{options} bound{'s' if ' and ' not in options else ''} the "
+                          f"refinement against the model, which {method} does not do here "
+                          "(refine=None); add --param refine=model to refine.")
+    if isinstance(refine, str):
+        refine = ModelRefinement()
+    explainer.set_params(refine=clone(refine).set_params(**budget))
 
 
 def _scaled_predictor_epochs(method, cls, max_epochs, user):

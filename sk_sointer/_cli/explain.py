@@ -36,8 +36,8 @@ def _run_explain(args):
     black_box = _user_black_box(model, args.model)
 
     if loading:
-        explainer = _load_explainer(args.explainer, black_box, args.device, n_features,
-                                    args.data)
+        explainer = _load_explainer(args.explainer, black_box, args.device, names,
+                                    n_features, args.data)
         rows = None
     else:
         grouped = any(name == "groups" for name, _ in args.param)
@@ -56,6 +56,10 @@ def _run_explain(args):
             except (TypeError, ValueError) as exc:
                 raise _InputError(f"could not fit the explainer to {args.model}: "
                                   f"{_one_line(str(exc))}") from None
+            if names is not None:
+                # As a fit on a frame with these columns sets it: the names are saved
+                # with the explainer and shown by inspect (the CLI reads no frames).
+                explainer.feature_names_in_ = np.asarray(names, dtype=object)
             if args.save_explainer is not None:
                 _save_explainer(explainer, args.save_explainer)
         try:
@@ -133,7 +137,7 @@ def _save_explainer(explainer, path):
         ) from None
 
 
-def _load_explainer(path, black_box, device, n_features, data_path):
+def _load_explainer(path, black_box, device, names, n_features, data_path):
     import sk_sointer
 
     from .._utils import resolve_device
@@ -157,6 +161,14 @@ def _load_explainer(path, black_box, device, n_features, data_path):
         raise _InputError(
             f"the explainer in {path!r} was fitted on {expected} features but {data_path!r} "
             f"has {n_features} columns."
+        )
+    fitted = getattr(explainer, "feature_names_in_", None)
+    if fitted is not None and names is not None and list(fitted) != list(names):
+        first = next(i for i, (a, b) in enumerate(zip(fitted, names)) if a != b)
+        raise _InputError(
+            f"the CSV's column names differ from those the explainer in {path!r} was fitted "
+            f"on: column {first + 1} is {names[first]!r} in {data_path!r} but "
+            f"{fitted[first]!r} in the explainer."
         )
     return explainer
 
@@ -215,17 +227,59 @@ def _is_number(cell):
     return True
 
 
-def _is_default_header(row):
-    """Whether ``row`` is the header pandas writes for unnamed columns: 0, 1, ..., d - 1
-    (with two columns at least: a lone 0 is as likely a value)."""
-    return len(row) >= 2 and [cell.strip() for cell in row] == [str(i) for i in range(len(row))]
+def _is_integer_text(cell):
+    """Whether a number is written as an integer (``2019``, ``-3``), not ``2019.0`` or ``2e3``."""
+    text = cell.strip().lstrip("+-")
+    return text.isdigit()
+
+
+def _is_run(row):
+    """Whether ``row``'s numbers are consecutive integers ascending by one (``0,1,...,d-1``,
+    ``1,...,d``, ``2019,...,2023``; written as integers or as ``0.0, 1.0, ...``), with two
+    numbers at least."""
+    values = [float(cell) for cell in row]
+    return (len(values) >= 2 and values[0].is_integer()
+            and all(b - a == 1 for a, b in zip(values, values[1:])))
+
+
+def _numeric_header_rule(rows):
+    """Why a first row of numbers only is a header, or ``None`` when it reads as data.
+
+    A first row of numbers is column names when it differs in kind from the rows below:
+
+    - its numbers are consecutive integers ascending by one, column after column (what
+      pandas writes for unnamed columns, ``0,1,...,d-1``; column numbers ``1,...,d``; years
+      ``2019,...,2023``), and no row below is such a run; or
+    - its cells (two at least) are all written as integers while every column below holds
+      a number written with a fraction or an exponent (``10,20,30`` above measurements).
+    """
+    first, below = rows[0], rows[1:]
+    if not below:
+        return None
+    if _is_run(first) and not any(_is_run(row) for row in below if _all_numbers(row)):
+        return ("its numbers are consecutive integers, column after column, as column "
+                "numbers or years are, and no row below is")
+    if len(first) >= 2 and all(_is_integer_text(cell) for cell in first):
+        fractional = [False] * len(first)
+        for row in below:  # stops at the first rows that show every column's kind
+            for column, cell in enumerate(row[:len(first)]):
+                fractional[column] = fractional[column] or not _is_integer_text(cell)
+            if all(fractional):
+                return ("its cells are written as integers, while every column below "
+                        "holds numbers written with a fraction or an exponent")
+    return None
+
+
+def _all_numbers(row):
+    return all(_is_number(cell) for cell in row)
 
 
 def _read_csv(path, *, header=None):
     """Read a numeric CSV file; return ``(column names or None, float64 array)``.
 
-    ``header=None`` detects a header: the first row is one unless all its cells are numbers,
-    or when it is pandas' header of unnamed columns, ``0,1,...,d-1``.
+    ``header=None`` detects a header: the first row is one when some of its cells are not
+    numbers, or when its numbers differ in kind from the rows below
+    (:func:`_numeric_header_rule`); a note on stderr says how a row of numbers was read.
     """
     _check_file(path, "data")
     try:
@@ -245,14 +299,21 @@ def _read_csv(path, *, header=None):
     if not rows:
         raise _InputError(f"{path!r} is empty.")
     if header is None:
-        header = not all(_is_number(cell) for cell in rows[0])
-        if not header and _is_default_header(rows[0]):
-            # pandas' to_csv writes the column numbers 0, 1, 2, ... as the header of a
-            # frame without column names: numbers, yet not a row of data.
-            header = True
-            print(f"sk_sointer explain: note: the first row of {path!r} is 0, 1, ..., "
-                  f"{len(rows[0]) - 1} (the header pandas writes for unnamed columns), so it "
-                  "is read as a header; --no-header reads it as data.", file=sys.stderr)
+        header = not _all_numbers(rows[0])
+        if not header:
+            # A row of numbers can still be column names (pandas writes 0, 1, 2, ... for
+            # a frame without names): the rule is said, so that a wrong guess is seen.
+            rule = _numeric_header_rule(rows)
+            header = rule is not None
+            if header:
+                print(f"sk_sointer explain: note: the first row of {path!r} "
+                      f"({_cells_text(rows[0])}) is read as a header: {rule}; --no-header "
+                      "reads it as data.", file=sys.stderr)
+            else:
+                print(f"sk_sointer explain: note: the first row of {path!r} "
+                      f"({_cells_text(rows[0])}) is read as data: it holds numbers only, "
+                      "like the rows below; --header reads it as column names.",
+                      file=sys.stderr)
     names = [cell.strip() for cell in rows[0]] if header else None
     width = len(rows[0])
     data, data_lines = (rows[1:], lines[1:]) if header else (rows, lines)
@@ -285,6 +346,13 @@ def _read_csv(path, *, header=None):
             f"{X[row, col]}; the explainer needs finite numbers."
         )
     return names, X
+
+
+def _cells_text(row, shown=5):
+    cells = [cell.strip() for cell in row]
+    if len(cells) > shown:
+        return ", ".join(cells[:shown - 1]) + f", ..., {cells[-1]}"
+    return ", ".join(cells)
 
 
 def _column_label(col, names):

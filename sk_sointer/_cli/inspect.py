@@ -32,8 +32,31 @@ _BLACK_BOX_NOTE = ("not stored (a file never holds one): pass the model to "
 
 def _run_inspect(args):
     summary = describe(args.file)
-    print(json.dumps(summary, indent=2) if args.json else _text(summary))
+    # JSON escapes control characters (ensure_ascii) and has no NaN; the text escapes them.
+    print(json.dumps(_finite(summary), indent=2, allow_nan=False) if args.json
+          else _text(summary))
     return 0
+
+
+def _finite(value):
+    """``value`` with every NaN or infinite float written as a string ("NaN", "Infinity",
+    "-Infinity"), which JSON has no number for."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, list):
+        return [_finite(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    return value
+
+
+def printable(text):
+    """``text`` with every character that is not printable (escape sequences, line breaks,
+    bidirectional overrides) written as a Python escape, as ``repr`` writes them: text
+    from a file must not move the cursor, retitle or clear a terminal, or forge lines."""
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
 
 
 def describe(path):
@@ -59,6 +82,7 @@ def _summary(path, doc, header, cls):
     attributes = _object(doc.get("attributes"), "fitted attributes")
     written = doc.get("sk_sointer_version")
     non_default = _non_default(cls, params)
+    masker = _object(doc.get("masker"), "masker state")
     return {
         "file": path,
         "format_version": doc["format_version"],
@@ -68,13 +92,15 @@ def _summary(path, doc, header, cls):
         "version_differs": written != __version__,
         "params": {name: _plain(value) for name, value in params.items()},
         "non_default_params": non_default,
-        "selection": _selection(attributes),
-        "data": _data(params, attributes, _object(doc.get("masker"), "masker state")),
+        "selection": _selection(params, attributes, masker),
+        "refinement": _refinement(params, attributes),
+        "data": _data(params, attributes, masker),
         "outputs": _outputs(_object(doc.get("output_spec"), "output spec")),
         "other_attributes": {
             name: _plain(value) for name, value in attributes.items()
             if name not in ("k_", "selection_rate_", "n_features_in_", "feature_names_in_",
-                            "row_shape_", "image_shape_", "n_tokens_")
+                            "row_shape_", "image_shape_", "n_tokens_", "n_model_queries_",
+                            "refinement_fidelity_")
         },
         "black_box": {"stored": False, "note": _BLACK_BOX_NOTE},
         "tensors": _tensors(header, cls.__name__),
@@ -132,11 +158,50 @@ def _plain(value):
     return {key: _plain(item) for key, item in value.items()}
 
 
-def _selection(attributes):
-    selection = {"k": attributes.get("k_")}
+def _selection(params, attributes, masker):
+    """The k that the loaded explainer's masks keep: the ``k`` parameter as it is now (what
+    ``transform`` reads, ``set_params(k=...)`` after fit included, capped at the number of
+    groups as ``transform`` caps it), and the k it was fitted with."""
+    fitted = attributes.get("k_")
+    k = params.get("k", fitted)
+    n_groups = masker.get("n_groups_")
+    if isinstance(k, int) and not isinstance(k, bool) and isinstance(n_groups, int):
+        k = min(k, n_groups)
+    selection = {"k": k, "fitted_k": fitted}
     if "selection_rate_" in attributes:
         selection["selection_rate"] = attributes["selection_rate_"]
     return selection
+
+
+def _refinement(params, attributes):
+    """Whether the selector was refined against the model, read from the fitted attributes
+    (the ``refine`` parameter says only what was asked)."""
+    if "refine" not in params:
+        return None
+    asked = _plain(params["refine"])
+    queries = attributes.get("n_model_queries_")
+    fidelity = _plain(attributes.get("refinement_fidelity_"))
+    done = bool(queries) and fidelity is not None
+    refinement = {"asked": asked, "done": done, "n_model_queries": queries,
+                  "fidelity": fidelity}
+    if done:
+        refinement["note"] = (f"refined against the model with {queries:,} queries; the "
+                              f"model kept its answer on {_share(fidelity[0])} of the judged "
+                              f"rows before and {_share(max(fidelity))} after")
+    elif asked is None:
+        refinement["note"] = "not asked (refine=None)"
+    elif attributes.get("k_") is None:
+        refinement["note"] = ("not done: k=None, and the refinement draws exact k-subsets, "
+                              "so the selector is the method's own")
+    else:
+        refinement["note"] = ("not done: the explainer was fitted without the model (its "
+                              "outputs only), or with a query budget too small to judge the "
+                              "selector once, so the selector is the method's own")
+    return refinement
+
+
+def _share(value):
+    return f"{100 * value:.1f} %" if isinstance(value, (int, float)) else repr(value)
 
 
 def _data(params, attributes, masker):
@@ -272,13 +337,19 @@ def _text(summary):
         lines.append(f"  feature names: {shown}{more}")
 
     selection = summary["selection"]
-    if "k" in selection and (selection["k"] is not None or "selection_rate" in selection):
+    if selection["k"] is not None or "selection_rate" in selection:
         text = f"k = {selection['k']}"
         if "selection_rate" in selection:
             text += f", selection rate {selection['selection_rate']}"
         lines.append(f"Selection: {text}")
     elif summary["class"] != "EvalXEvaluator":
         lines.append("Selection: k = None (features with selection probability above 0.5)")
+    if selection["fitted_k"] != selection["k"] and summary["class"] != "EvalXEvaluator":
+        lines.append(f"  fitted with k = {selection['fitted_k']}; k was set after fit, and "
+                     "the masks keep the k above")
+    refinement = summary["refinement"]
+    if refinement is not None:
+        lines.append(f"Refinement against the model: {refinement['note']}")
 
     outputs = summary["outputs"]
     n = outputs["n_outputs"]
@@ -311,4 +382,4 @@ def _text(summary):
                      f"{part['parameters']:,} values, {_bytes_text(part['bytes'])}")
         for name, tensor in part["tensors"].items():
             lines.append(f"    {name}: {_shape_text(tensor['shape'])} {tensor['dtype']}")
-    return "\n".join(lines)
+    return "\n".join(printable(line) for line in lines)
