@@ -519,6 +519,7 @@ def test_shuffled_columns_keep_the_relevant_features_out_of_the_first_columns(n_
     assert np.sum(positions < 4) == max(0, 8 - n_features)
 
 
+@pytest.mark.slow  # a fast-profile run of the study
 def test_sointer_fast_profile_records_every_task_and_method(sointer_fast):
     payload, _ = sointer_fast
     records = payload["records"]
@@ -574,6 +575,7 @@ def test_sointer_fast_profile_records_every_task_and_method(sointer_fast):
                if method is None and not dataset.startswith("yeast")) > 0.8
 
 
+@pytest.mark.slow  # a fast-profile run of the study
 def test_sointer_fast_profile_renders_its_tables(sointer_fast):
     payload, rst = sointer_fast
     text = rst.read_text(encoding="utf-8")
@@ -661,6 +663,7 @@ def tables_fast(tmp_path_factory):
     return json.loads(out.read_text(encoding="utf-8")), out.with_suffix(".rst")
 
 
+@pytest.mark.slow  # a fast-profile run of the study
 def test_tables_fast_profile_records_every_cell_and_method(tables_fast):
     payload, _ = tables_fast
     records = tables.with_gaps(payload["records"])
@@ -740,6 +743,7 @@ def test_tables_fast_profile_records_every_cell_and_method(tables_fast):
             assert len(set(features[(*cell, tables.GLOBAL)])) == k
 
 
+@pytest.mark.slow  # a fast-profile run of the study
 def test_tables_fast_profile_renders_its_tables_and_acceptance(tables_fast):
     payload, rst = tables_fast
     text = rst.read_text(encoding="utf-8")
@@ -774,6 +778,7 @@ def test_tables_fast_profile_renders_its_tables_and_acceptance(tables_fast):
     assert f"| {100 * np.mean(first):.1f} ({100 * np.ptp(first):.1f}) " in text
 
 
+@pytest.mark.slow  # a fast-profile run of the study
 def test_tables_fast_profile_reports_through_evaluate(tables_fast):
     payload, rst = tables_fast
     records = payload["records"]
