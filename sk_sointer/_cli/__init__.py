@@ -29,7 +29,7 @@ import sys
 import traceback
 
 from ._common import _HELP_DEFAULTS, _InputError, _ModelError
-from .demo import _DEMO_MIN_ROWS, _DEMO_SETS, _run_demo
+from .demo import _DEMO_MIN_ROWS, _DEMO_SETS, _STRUCTURED_SETS, _run_demo
 from .explain import _run_explain
 from .inspect import _run_inspect, printable
 
@@ -174,10 +174,15 @@ def _build_parser():
         "fit an explainer to it (L2X unless --method says otherwise) and report fidelity "
         "next to random masks', ground-truth agreement and timings.",
     )
-    demo.add_argument("--dataset", choices=sorted(_DEMO_SETS), default="orange_skin",
-                      help="synthetic set (default: orange_skin)")
-    demo.add_argument("--n-samples", type=_demo_rows, default=10_000,
-                      help="rows generated, of which up to 1,000 are held out (default: 10000)")
+    demo.add_argument("--dataset", choices=sorted([*_DEMO_SETS, *_STRUCTURED_SETS]),
+                      default=None,
+                      help="synthetic set (default: orange_skin; for --method sointer, E2). "
+                      "E1 and E2 are SOInter's structured outputs (2 and 4 binary outputs): "
+                      "SOInter explains one output of the whole model and L2X that output "
+                      "alone")
+    demo.add_argument("--n-samples", type=_demo_rows, default=None,
+                      help="rows generated, of which up to 1,000 are held out (default: "
+                      "10000; 3000 on E1 and E2)")
     demo.add_argument("-k", "--k", type=_positive_int, default=None,
                       help="features selected per row (default: the set's true number, or "
                       "for a method whose own default is none, such as realx, every feature "

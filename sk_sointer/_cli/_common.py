@@ -135,10 +135,12 @@ def _user_params(args):
     return params
 
 
-def _build_explainer(method, cls, args, *, n_features, **options):
+def _build_explainer(method, cls, args, *, n_features, budget_if_refined=False, **options):
     """The explainer asked for: ``options`` (unset ones, None, left at the class's defaults),
     then --param. Names and values are checked here, before any data or model reach it, so
-    that a mistake is reported as bad input."""
+    that a mistake is reported as bad input. With ``budget_if_refined``, --max-queries and
+    --max-seconds are ignored by an explainer that does not refine (the demo's SOInter next
+    to an L2X that does) rather than refused."""
     user = _user_params(args)
     explainer = cls()
     known = explainer.get_params(deep=True)
@@ -161,7 +163,8 @@ def _build_explainer(method, cls, args, *, n_features, **options):
             raise _InputError(f"--param {name} cannot be set on the command line: it takes "
                               f"Python objects, not {value!r}.")
     explainer.set_params(**params)
-    _set_budget(explainer, method, args)
+    if not (budget_if_refined and getattr(explainer, "refine", None) is None):
+        _set_budget(explainer, method, args)
     try:
         explainer._validate_params()
     except (TypeError, ValueError) as exc:
