@@ -646,6 +646,8 @@ def test_exact_match_and_summary_over_seeds():
 
 def test_the_sointer_entry_is_skipped_without_the_class(monkeypatch):
     monkeypatch.delattr(sk_sointer, "SOInterExplainer", raising=False)
+    # The package imports its public names on first use: take the name out of that list too.
+    monkeypatch.delitem(sk_sointer._PUBLIC, "SOInterExplainer")
     runnable, skipped = registry.available_methods(["sointer", "l2x"])
     assert runnable == ["l2x"] and "no SOInterExplainer" in skipped["sointer"]
 
@@ -668,13 +670,16 @@ def test_tables_fast_profile_records_every_cell_and_method(tables_fast):
     payload, _ = tables_fast
     records = tables.with_gaps(payload["records"])
     fast = tables.STUDY.profile("fast")
-    peer_names = registry.available_methods(list(tables.PEERS))[0]
+    # The registry's peers where their package is installed; FastSHAP (torch) always. The
+    # fast profile has no tree ensemble and no torch network, so no TreeSHAP and no IG.
+    peer_names = [*registry.available_methods(["shap_kernel", "lime"])[0], "fastshap"]
     expected = set()
     for table, black_box in fast.pairs:
         n_features = tables.TABLES[table].load()[0].shape[1]
         for k in tables.ks_for(n_features):
             expected |= {(table, black_box, k, name) for name in
-                         [*tables.OURS, tables.RANDOM, tables.GLOBAL, tables.ORACLE, *peer_names]}
+                         [*tables.OURS, *tables.REPAIRED, tables.RANDOM, tables.GLOBAL,
+                          tables.ORACLE, *peer_names]}
         expected |= {(table, black_box, None, f"{name}_thresholded")
                      for name in tables.THRESHOLDED}
     # One record a data set, method, seed and metric (and check); none of them an error.
@@ -707,6 +712,13 @@ def test_tables_fast_profile_records_every_cell_and_method(tables_fast):
         if k is not None:
             assert r["mean_selected"] == k and r["empty_rate"] == 0.0
         cell = (table, black_box, k)
+        if name in tables.REPAIRED:
+            # Checked and repaired: never below the same explainer, never above the rows.
+            own = by_key[(table, black_box, k, name.removesuffix("_repaired"))]
+            assert r["fidelity"] >= own["fidelity"] - 1e-9
+            assert 0 <= r["held_before"] <= 1 and r["queries_per_row"] >= 2
+            assert r["gap_oracle"] == pytest.approx(
+                r["fidelity"] - by_key[(table, black_box, k, tables.ORACLE)]["fidelity"])
         if name in (*tables.OURS, *tables.OWN):
             seeds = [x["seed"] for x in records if x["dataset"] == dataset
                      and x["method"] == name and x["metric"] == "fidelity"]
@@ -727,6 +739,7 @@ def test_tables_fast_profile_records_every_cell_and_method(tables_fast):
                                                                  - kernel_shap["fidelity"])
         elif name in tables.PEERS:
             assert _finite(r["explain_ms_per_row"]) and r["explain_ms_per_row"] > 0
+            assert r["queries_per_row"] >= 1
     features = {(*tables.parse(r["dataset"]), r["method"]): r["params"]["features"]
                 for r in records if r["method"] == tables.GLOBAL}
     for table, black_box in fast.pairs:
@@ -750,6 +763,8 @@ def test_tables_fast_profile_renders_its_tables_and_acceptance(tables_fast):
     titles = ["Fidelity (points)", "Our fidelity minus the best global subset",
               "EVAL-X (eACC / eR2, points)", "The methods' own selection (k=None)",
               "Acceptance: cells failing each check", "Distinct masks among the explained rows",
+              "Check and repair: rows whose mask held before the repair",
+              "Model queries a row", "Our fidelity minus the best peer of the cell",
               "Fit seconds", "Transform, microseconds a row", "Milliseconds a row of the peers",
               "Evaluation (points; mean over the data sets)"]
     # The gaps to KernelSHAP exist where shap is installed (the bench extra; CI has the
@@ -765,7 +780,10 @@ def test_tables_fast_profile_renders_its_tables_and_acceptance(tables_fast):
         assert len(borders) == 1 and len(widths) == 1
     records = payload["records"]
     counts = tables.acceptance(records)
-    assert set(counts) == {*tables.OURS, *(f"{name}_thresholded" for name in tables.THRESHOLDED)}
+    assert set(counts) == {*tables.OURS, *tables.REPAIRED,
+                           *(f"{name}_thresholded" for name in tables.THRESHOLDED)}
+    # The repaired runs are held to the per-row search, not to the global subset.
+    assert "oracle" in counts["l2x_repaired"] and "global" not in counts["l2x_repaired"]
     l2x = [values for (dataset, method), values in study.summarize(
         tables.with_gaps(records)).items() if method == "l2x"]
     below = sum(r["gap_global"] < -0.01 for r in l2x)
@@ -782,11 +800,12 @@ def test_tables_fast_profile_renders_its_tables_and_acceptance(tables_fast):
 def test_tables_fast_profile_reports_through_evaluate(tables_fast):
     payload, rst = tables_fast
     records = payload["records"]
-    peer_names = registry.available_methods(list(tables.PEERS))[0]
+    peer_names = [*registry.available_methods(["shap_kernel", "lime"])[0], "fastshap"]
     masks_only = set(tables.MASK_ENTRIES)
     expected = {**{name: masks_only for name in (tables.RANDOM, tables.GLOBAL, tables.ORACLE)},
                 **{name: masks_only | set(tables.CURVE_ENTRIES) for name in peer_names},
                 **{name: {*tables.OUR_ENTRIES, "seed_agreement"} for name in tables.OURS},
+                **{name: masks_only for name in tables.REPAIRED},
                 **{name: {*tables.OUR_ENTRIES, "seed_agreement", "features_per_row_std"}
                    for name in tables.OWN}}
     task = {r["dataset"]: r["task"] for r in records if r["method"] is None}
@@ -844,7 +863,8 @@ def test_the_stored_tables_records_render_the_readme_table():
 
 def test_tables_full_profile_keeps_the_defaults():
     full = tables.STUDY.profile("full")
-    assert full.explainer_params == {} and full.seeds >= 2 and full.n_explain >= 100
+    # Every test row explained (n_explain=None), so that one row is not a point.
+    assert full.explainer_params == {} and full.seeds >= 2 and full.n_explain is None
     assert (full.shap_nsamples, full.lime_num_samples) == ("auto", 5000)
     assert set(tables.STUDY.profile("fast").explainer_params) == {"l2x", "realx", "meed",
                                                                   "hardkuma", "evalx"}
@@ -873,7 +893,9 @@ def test_tables_full_profile_cells():
         [3, 6], [3], [2, 3], [3, 13], [2, 3], [3, 4]]
     cells = [(table, model, k) for table, model in tables.FULL_PAIRS
              for k in tables.ks_for(_TABLE_SHAPES[table][1])]
-    assert sum(table != "digits_two_labels" for table, _, _ in cells) == 18
+    assert sum(table != "digits_two_labels" for table, _, _ in cells) == 22
+    # Two cells a torch network, on tables of 30 and 9 features.
+    assert sum(model in tables.TORCH_MODELS for _, model, _ in cells) == 4
     assert {table for table, _ in tables.FULL_PAIRS} == set(tables.TABLES)
     assert {model for _, model in tables.FULL_PAIRS} <= set(tables.MODELS)
     # One data set a cell, and one a pair for the thresholded runs.

@@ -246,3 +246,26 @@ def test_background_reaches_the_refinement_within_its_budget(switch):
     # Every masked row of the refinement costs the 5 background rows.
     assert explainer.n_model_queries_ % 5 == 0
     assert len(explainer.refinement_fidelity_) >= 2
+
+
+def test_every_explainer_repairs_through_transform(switch):
+    X, model = switch
+    from sklearn.multioutput import MultiOutputClassifier
+    from sklearn.linear_model import LogisticRegression
+    two_outputs = MultiOutputClassifier(LogisticRegression()).fit(
+        X, np.c_[model(X).argmax(axis=1), X[:, 3] > 0].astype(int))
+    for explainer in [
+        sk_sointer.MEEDExplainer(k=2, max_epochs=1, batch_size=64, refine=None),
+        sk_sointer.RealXExplainer(k=2, max_epochs=2, predictor_epochs=1, batch_size=64,
+                                  refine=None),
+        sk_sointer.SOInterExplainer(k=2, max_epochs=1, batch_size=64,
+                                    energy=sk_sointer.EnergyNet(max_epochs=1), energy_masks=1),
+    ]:
+        black_box = two_outputs if explainer._requires_model else model
+        explainer.set_params(random_state=0).fit(X, black_box=black_box)
+        plain = explainer.score(X)
+        explainer.set_params(repair="model")
+        masks = explainer.transform(X)
+        np.testing.assert_array_equal(masks.sum(axis=1), 2)
+        assert explainer.score(X) >= plain
+        assert explainer.repair_report_.n_failed == round((1 - plain) * len(X))

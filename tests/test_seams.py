@@ -108,14 +108,15 @@ def test_score_fills_left_out_features_with_the_training_mean(table):
 
 def test_shared_parameters_have_the_same_names_and_order_in_every_explainer():
     """Every explainer ends its signature with the same shared parameters, in one order:
-    the refinement, the modality (what a row is; ``tokens`` where the method reads token
-    ids) and skorch's training knobs. Their constraints are declared once, in the base."""
+    the refinement, the per-row repair and the background rows, the modality (what a row
+    is; ``tokens`` where the method reads token ids) and skorch's training knobs. Their
+    constraints are declared once, in the base."""
     import inspect
 
     from sk_sointer.base import TOKENS_CONSTRAINT, BaseExplainer
 
-    shared = ["refine", "baseline", "groups", "image_shape", "patch_size", "tokens",
-              "max_epochs", "batch_size", "lr", "weight_decay", "optimizer", "callbacks",
+    shared = ["refine", "repair", "background", "baseline", "groups", "image_shape",
+              "patch_size", "tokens", "max_epochs", "batch_size", "lr", "weight_decay", "optimizer", "callbacks",
               "train_split", "device", "data_on_device", "cuda_graphs", "random_state",
               "verbose"]
     for cls in (L2XExplainer, RealXExplainer, MEEDExplainer, SOInterExplainer,

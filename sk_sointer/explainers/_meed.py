@@ -488,13 +488,13 @@ class MEEDExplainer(BaseExplainer):
             0/1 values in the dtype of ``X``; ``k`` of them (``k`` groups) per row.
         """
         self._check_output_container()  # as BaseExplainer.transform: no table of images
-        return self._explained(X, outputs, self._masks_of, None)
+        X = self._validate_transform_input(X, finite=False)
+        return self._masks_for(X, self._outputs_of(X, outputs))
 
     def _explained(self, X, outputs, finish, dtype):
-        """``_explain_rows`` on validated ``X`` with the outputs the selector reads;
-        ``dtype=None``: the dtype of ``X``."""
+        """``_explain_rows`` on validated ``X`` with the outputs the selector reads."""
         X = self._validate_transform_input(X, finite=False)
-        rows = self._explain_rows(X, finish, dtype or X.dtype, self._outputs_of(X, outputs))
+        rows = self._explain_rows(X, finish, dtype, self._outputs_of(X, outputs))
         return self.layout_.unflatten(rows)
 
     def _outputs_of(self, X, outputs):
