@@ -834,8 +834,11 @@ def test_explain_serves_sointer_on_one_output_of_a_multi_label_model(capsys, tmp
 
 
 def test_demo_refuses_sointer_on_its_single_output_sets_with_one_line(capsys):
-    err = run_error(capsys, ["demo", "--method", "sointer", "--n-samples", "100", *FAST])
-    assert "SOInterExplainer explains one output of a model with several outputs" in err
+    # Without --dataset, SOInter's demo runs on its own structured outputs (issue 40).
+    err = run_error(capsys, ["demo", "--method", "sointer", "--dataset", "xor",
+                             "--n-samples", "100", *FAST])
+    assert "--method sointer explains one output of a multi-output model" in err
+    assert len(cli_lines(err)) == 1
 
 
 # -- inspect -------------------------------------------------------------------------------
