@@ -242,6 +242,30 @@ def test_explain_writes_k_hot_masks_with_the_header(capsys, tmp_path, model_path
     assert f"Wrote {N_ROWS} masks (2 of 5 features per row)" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("flag", ["--check", "--repair"])
+def test_explain_adds_whether_each_row_holds(capsys, tmp_path, model_path, csv_path, data,
+                                            flag):
+    out = tmp_path / "masks.csv"
+    argv = ["explain", model_path, csv_path, "-k", "1", "--out", str(out), flag, *FAST]
+    assert main(argv) == 0
+    rows = read_csv(out)
+    assert rows[0] == [*NAMES, "holds"]
+    table = np.array(rows[1:], dtype=float)
+    masks, holds = table[:, :-1], table[:, -1]
+    np.testing.assert_array_equal(masks.sum(axis=1), 1)
+    # The column is the model's own verdict on each masked row (mean fill).
+    model = joblib.load(model_path)
+    X = data[0]
+    filled = np.where(masks > 0, X, X.mean(axis=0))
+    np.testing.assert_array_equal(holds, model.predict(filled) == model.predict(X))
+    text = capsys.readouterr().out
+    assert f"the model keeps its answer on {holds.mean():.1%} of the masked rows" in text
+    if flag == "--repair":
+        # The label needs both features: one feature a row keeps it on fewer rows, and
+        # the repair says how many of the failing rows it could fix.
+        assert "rows that failed the check repaired" in text
+
+
 def test_explain_without_header(tmp_path, model_path, data):
     path = write_csv(tmp_path / "plain.csv", data[0].tolist())
     out = tmp_path / "masks.csv"

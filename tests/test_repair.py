@@ -269,3 +269,17 @@ def test_every_explainer_repairs_through_transform(switch):
         np.testing.assert_array_equal(masks.sum(axis=1), 2)
         assert explainer.score(X) >= plain
         assert explainer.repair_report_.n_failed == round((1 - plain) * len(X))
+
+
+def test_evaluate_reports_the_rows_that_hold(switch, weak):
+    from sk_sointer.metrics import evaluate
+
+    X, _ = switch
+    report = evaluate(weak, X=X, entries=["rows_holding", "fidelity_kept"])
+    np.testing.assert_array_equal(report.row_holds, weak.check(X).holds)
+    assert report.rows_holding == pytest.approx(report.fidelity_kept)
+    # Raw masks are checked at the baseline given.
+    masks = weak.transform(X)
+    raw = evaluate(masks, _switch_proba, X, baseline=weak.masker_.baseline_,
+                   entries=["rows_holding"])
+    np.testing.assert_array_equal(raw.row_holds, report.row_holds)

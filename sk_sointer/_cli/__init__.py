@@ -212,6 +212,13 @@ def _build_parser():
     explain.add_argument("--fit-rows", type=_positive_int, default=None,
                          help="fit on N rows drawn at random (seeded by --random-state); "
                          "every row is still explained (default: all rows)")
+    explain.add_argument("--check", action="store_true",
+                         help="ask the model whether each row's mask keeps its answer (two "
+                         "queries a row) and add a column 'holds' (1 or 0) to the masks")
+    explain.add_argument("--repair", action="store_true",
+                         help="check every row's mask and search further, within a query "
+                         "budget a row, where it does not hold (repair='model'); adds the "
+                         "column 'holds' too")
     explain.add_argument("--save-explainer", default=None, metavar="PATH",
                          help="save the fitted explainer (a safetensors file, no pickle)")
     explain.add_argument("--explainer", default=None, metavar="PATH",

@@ -63,7 +63,10 @@ def _run_explain(args):
             if args.save_explainer is not None:
                 _save_explainer(explainer, args.save_explainer)
         try:
+            if args.repair:
+                explainer.set_params(repair="model")
             masks = explainer.transform(X)
+            holds = _holds(explainer, X, masks, args)
             scores = None if args.scores is None else explainer.explain(X)
             fidelity = explainer.score(X_fit)
             fit_counts = masks.sum(axis=1) if rows is None else masks[rows].sum(axis=1)
@@ -76,8 +79,19 @@ def _run_explain(args):
             raise _InputError(f"could not explain with {args.model}: {_one_line(str(exc))}"
                               ) from None
 
-    _write_rows(args.out, names, masks.astype(np.int8), "masks")
+    written = masks.astype(np.int8)
+    if holds is not None:
+        written = np.column_stack([written, holds.astype(np.int8)])
+    header = names if names is None or holds is None else [*names, "holds"]
+    _write_rows(args.out, header, written, "masks")
     wrote = f"Wrote {n_rows:,} masks ({_per_row(masks.sum(axis=1), n_features)}) to {args.out}"
+    if holds is not None:
+        wrote += (f", with a column 'holds': the model keeps its answer on "
+                  f"{holds.mean():.1%} of the masked rows")
+        report = getattr(explainer, "repair_report_", None) if args.repair else None
+        if report is not None:
+            wrote += (f" ({report.n_repaired:,} of the {report.n_failed:,} rows that failed "
+                      f"the check repaired; {report.queries_per_row:.1f} model queries a row)")
     if args.scores is not None:
         # The shortest text that reads back as the same float32.
         _write_rows(args.scores, names, scores.astype(str), "scores")
@@ -86,6 +100,16 @@ def _run_explain(args):
     print(f"{wrote}; fidelity on {where}: {fidelity:.3f} (higher is better; "
           f"{_random_label(fit_counts)}: {chance:.3f}).")
     return 0
+
+
+def _holds(explainer, X, masks, args):
+    """Whether the model keeps its answer on each masked row (``--check``, ``--repair``:
+    the repair has checked every row already), or None."""
+    if args.repair:
+        return explainer.repair_report_.holds
+    if args.check:
+        return explainer.check(X, masks).holds
+    return None
 
 
 def _explain_k(method, cls, k, n_features, data_path, grouped):

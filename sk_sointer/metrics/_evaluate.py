@@ -11,6 +11,8 @@ The entries, and where the literature names them:
   than set to the baseline (ROAD's noisy linear imputation, for tables: each left-out
   feature drawn from its Gaussian conditional on the kept ones), so that the mask's shape
   cannot tell the model anything;
+- the per-row check: the share of rows whose masked row keeps the model's answer (a class
+  kept, a value within a tenth of its spread), and which rows those are;
 - the EVAL-X eACC (:class:`EvalXEvaluator`);
 - stability: agreement with the masks of the same explainer refitted with other seeds,
   and under small input perturbations (OpenXAI's relative input stability, RIS);
@@ -28,6 +30,7 @@ from sklearn.utils import Bunch, check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from .._masking import Masker
+from .._value import MaskedValue, row_check
 from ..black_box import as_black_box, model_agreement, model_answers
 from ._fidelity import _rows_and_masks
 from ._sanity import mask_similarity
@@ -39,9 +42,9 @@ LOWER_IS_BETTER = frozenset({
 })
 
 ENTRIES = (
-    "fidelity_kept", "fidelity_removed", "insertion_auc", "deletion_auc", "road_kept",
-    "road_removed", "eacc", "seed_agreement", "mask_change", "relative_input_stability",
-    "features_per_row", "features_per_row_std", "us_per_row", "fit_s", "break_even_rows",
+    "fidelity_kept", "fidelity_removed", "rows_holding", "insertion_auc", "deletion_auc",
+    "road_kept", "road_removed", "eacc", "seed_agreement", "mask_change",
+    "relative_input_stability", "features_per_row", "features_per_row_std", "us_per_row", "fit_s", "break_even_rows",
 )
 """Every entry :func:`evaluate` can compute, in the order it reports them."""
 
@@ -102,8 +105,9 @@ def evaluate(explanation, model=None, X=None, *, baseline=None, scores=None, ent
     -------
     report : Bunch
         One key per entry computed (floats), plus ``fraction``, ``insertion`` and
-        ``deletion`` (the curves) with the areas, and ``notes``: why an entry asked for
-        was left out. It prints as a table of entry and value.
+        ``deletion`` (the curves) with the areas, ``row_holds`` (bool, one per row) with
+        ``rows_holding``, and ``notes``: why an entry asked for was left out. It prints as
+        a table of entry and value.
 
     Notes
     -----
@@ -181,6 +185,9 @@ def evaluate(explanation, model=None, X=None, *, baseline=None, scores=None, ent
         report.fidelity_kept = fidelity(kept)
     if "fidelity_removed" in wanted:
         report.fidelity_removed = fidelity(~kept)
+    if "rows_holding" in wanted:
+        report.row_holds = _row_holds(black_box, explainer, masker, rows, kept)
+        report.rows_holding = float(report.row_holds.mean())
     if wanted & {"insertion_auc", "deletion_auc"}:
         if scores is None:
             report.notes["insertion_auc"] = "needs scores (or an explainer) to rank features"
@@ -218,6 +225,15 @@ def evaluate(explanation, model=None, X=None, *, baseline=None, scores=None, ent
     for name in wanted - set(report) - set(report.notes):
         report.notes.setdefault(name, _MISSING.get(name, "needs a fitted explainer"))
     return report
+
+
+def _row_holds(black_box, explainer, masker, rows, kept):
+    """The per-row check of the masks (:func:`~sk_sointer._value.row_check`), with the
+    explainer's way of leaving features out (its background rows, or its fill)."""
+    background = None if explainer is None else getattr(explainer, "background_", None)
+    spec = black_box.spec if explainer is None else explainer.output_spec_
+    value = MaskedValue(black_box.predict, masker, background)
+    return row_check(value.full(rows), value.masked(rows, kept), spec).holds
 
 
 _MISSING = {
