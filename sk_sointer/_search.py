@@ -138,16 +138,18 @@ def greedy_subsets(predict, X, masker, spec, k, *, full=None, log_weight=0.1,
 
 
 def _add_best_group(value, X, full, chosen, spec, log_weight):
-    """Add to every row of ``chosen`` (in place) the group that best keeps the answer."""
+    """Add to every row of ``chosen`` (in place) the group that best keeps the answer;
+    every row has chosen as many groups, and only the others are tried."""
     n_rows, n_groups = chosen.shape
-    # Every row with every group switched on in turn: (n_rows * n_groups) candidates.
-    candidates = np.repeat(chosen, n_groups, axis=0)
-    candidates[np.arange(len(candidates)), np.tile(np.arange(n_groups), n_rows)] = 1.0
-    masked = value.masked_groups(np.repeat(X, n_groups, axis=0), candidates)
-    reward = keep_reward(np.repeat(full, n_groups, axis=0), masked, spec,
-                         log_weight=log_weight).reshape(n_rows, n_groups)
-    reward[chosen > 0] = -np.inf
-    chosen[np.arange(n_rows), reward.argmax(axis=1)] = 1.0
+    n_left = n_groups - int(chosen[0].sum()) if n_rows else 0
+    # Each row's unchosen groups in increasing order, each switched on in turn.
+    left = np.argsort(chosen > 0, axis=1, kind="stable")[:, :n_left]
+    candidates = np.repeat(chosen, n_left, axis=0)
+    candidates[np.arange(len(candidates)), left.ravel()] = 1.0
+    masked = value.masked_groups(np.repeat(X, n_left, axis=0), candidates)
+    reward = keep_reward(np.repeat(full, n_left, axis=0), masked, spec,
+                         log_weight=log_weight).reshape(n_rows, n_left)
+    chosen[np.arange(n_rows), left[np.arange(n_rows), reward.argmax(axis=1)]] = 1.0
 
 
 class ModelRefinement(BaseEstimator):
@@ -278,7 +280,7 @@ class ModelRefinement(BaseEstimator):
         n_eval = min(n_rows, self.n_eval_rows, budget // 8)
         if n_eval < 1:
             return None
-        per_row = k * n_groups  # every group is tried in each of the k rounds
+        per_row = k * n_groups - k * (k - 1) // 2  # the unchosen groups of each round
         # the greedy search's share, leaving what the first epoch's evaluation needs
         greedy = min(budget * self.imitate_share, budget - 3 * n_eval)
         n_imitated = int(min(n_rows, greedy // max(per_row, 1)))
@@ -377,7 +379,7 @@ class ModelJudge:
         """The per-row greedy k-subsets (:func:`greedy_subsets`) of rows ``index``, chunk
         by chunk while the budget lasts; rows left without a subset are all zero."""
         chosen = np.zeros((len(index), self.masker.n_groups_), dtype=np.float32)
-        per_row = k * self.masker.n_groups_
+        per_row = k * self.masker.n_groups_ - k * (k - 1) // 2
         for start in range(0, len(index), self._GREEDY_ROWS):
             rows = index[start : start + self._GREEDY_ROWS]
             if not self.affords(len(rows) * per_row):

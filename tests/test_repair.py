@@ -283,3 +283,17 @@ def test_evaluate_reports_the_rows_that_hold(switch, weak):
     raw = evaluate(masks, _switch_proba, X, baseline=weak.masker_.baseline_,
                    entries=["rows_holding"])
     np.testing.assert_array_equal(raw.row_holds, report.row_holds)
+
+
+def test_the_greedy_search_asks_about_the_groups_left_only(switch):
+    from sk_sointer._search import greedy_subsets
+
+    X, _ = switch
+    counting = _Counting(_switch_proba)
+    masker = Masker().fit(X)
+    chosen = greedy_subsets(counting, X[:50], masker, spec_of(("categorical",), (2,)), 3,
+                            full=_switch_proba(X[:50]))
+    assert counting.rows == 50 * (6 + 5 + 4)
+    np.testing.assert_array_equal(chosen.sum(axis=1), 3)
+    # The switch's own features: x2 decides, then the feature it picks.
+    assert chosen[:, 2].mean() > 0.9
