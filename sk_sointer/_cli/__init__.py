@@ -34,34 +34,26 @@ from .explain import _run_explain
 from .inspect import _run_inspect, printable
 
 
-def _positive_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer; got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer; got {value}")
-    return value
+def _number(convert, accepts, expected):
+    """An argparse ``type``: ``convert(text)``, refused unless ``accepts`` it, with a message
+    saying what was ``expected``."""
+
+    def parse(text):
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected}; got {text!r}") from None
+        if not accepts(value):
+            raise argparse.ArgumentTypeError(f"expected {expected}; got {text!r}")
+        return value
+
+    return parse
 
 
-def _non_negative_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0; got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0; got {value}")
-    return value
-
-
-def _positive_float(text):
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number; got {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a finite number > 0; got {text!r}")
-    return value
+_positive_int = _number(int, lambda value: value >= 1, "a positive integer")
+_non_negative_int = _number(int, lambda value: value >= 0, "an integer >= 0")
+_positive_float = _number(float, lambda value: math.isfinite(value) and value > 0,
+                          "a finite number > 0")
 
 
 def _demo_rows(text):
