@@ -297,3 +297,21 @@ def test_the_greedy_search_asks_about_the_groups_left_only(switch):
     np.testing.assert_array_equal(chosen.sum(axis=1), 3)
     # The switch's own features: x2 decides, then the feature it picks.
     assert chosen[:, 2].mean() > 0.9
+
+
+def test_mask_display_marks_the_rows_that_hold(switch, weak):
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from sk_sointer.display import MaskDisplay
+
+    X, _ = switch
+    display = MaskDisplay.from_explainer(weak, X, check=True, max_rows=12)
+    holds = weak.check(X[:12]).holds
+    np.testing.assert_array_equal(display.holds, holds)
+    ticks = display.ax_.get_yticklabels()
+    assert [tick.get_text().endswith("✓") for tick in ticks] == holds.tolist()
+    assert {tick.get_color() for tick, held in zip(ticks, holds) if not held} == {"tab:red"}
+    with pytest.raises(ValueError, match="one bool per row"):
+        MaskDisplay.from_masks(np.ones((3, 2)), holds=[True])
