@@ -289,7 +289,7 @@ def test_nested_energy_parameters_do_not_touch_the_default(e1):
     expl.set_params(energy__max_epochs=3, energy__module__hidden_units=(7,))
     assert expl.get_params()["energy__max_epochs"] == 3
     assert expl.get_params()["energy__module__hidden_units"] == (7,)  # used when it is built
-    assert default.max_epochs == 50 and default.module.hidden_units == (100, 100)
+    assert default.max_epochs == "auto" and default.module.hidden_units == (100, 100)
     assert SOInterExplainer().energy is None
 
 
@@ -298,7 +298,10 @@ def test_energy_none_fits_the_default_energy_network(e1, multilabel_model):
     params = {**FAST, "energy": None, "energy_masks": 1, "max_epochs": 1}
     expl = SOInterExplainer(target=0, k=2, **params).fit(X[:200], black_box=multilabel_model)
     assert isinstance(expl.energy_net_, EnergyNet) and expl.energy is None
-    assert len(expl.energy_net_.net_.history) == EnergyNet().max_epochs
+    # E1's two labels: the likelihood on the pairwise encoding, for 50 epochs
+    assert (expl.energy_loss_, expl.energy_encoding_, expl.energy_max_epochs_) == (
+        "likelihood", "pairwise", 50)
+    assert len(expl.energy_net_.net_.history) == 50
     assert (expl.transform(X[:5]).sum(axis=1) == 2).all()
 
 

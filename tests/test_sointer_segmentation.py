@@ -80,16 +80,79 @@ def test_pixel_target_needs_one_output_per_pixel():
             X, black_box=black_box)
 
 
-def test_encoding_auto_drops_the_pairs_beyond_64_outputs():
-    X = np.zeros((4, 3), dtype=np.float32)
-    small = EnergyNet(states=(2,) * 14, max_epochs=1).build(3, (2,) * 14)
-    assert small.configurations_.pairs and small.configurations_.n_encoding == 14 + 91
-    large = EnergyNet(max_epochs=1).build(3, (2,) * 65)
-    assert not large.configurations_.pairs and large.configurations_.n_encoding == 65
+@pytest.mark.parametrize("n_outputs, loss, encoding, epochs", [
+    (2, "likelihood", "pairwise", 50),
+    (16, "likelihood", "pairwise", 50),
+    (17, "pseudolikelihood", "unary", 10),
+    (64, "pseudolikelihood", "unary", 10),
+    (576, "pseudolikelihood", "unary", 10),
+])
+def test_auto_loss_encoding_and_epochs_follow_the_number_of_outputs(n_outputs, loss, encoding,
+                                                                    epochs):
+    states = (2,) * n_outputs
+    energy = EnergyNet().build(3, states)
+    assert (energy.loss_, energy.encoding_, energy.max_epochs_) == (loss, encoding, epochs)
+    assert energy.net_.loss == loss and energy.net_.max_epochs == epochs
+    assert energy.configurations_.pairs == (encoding == "pairwise")
+    pairs = n_outputs * (n_outputs - 1) // 2 if encoding == "pairwise" else 0
+    assert energy.configurations_.n_encoding == n_outputs + pairs
+    assert (energy.loss, energy.encoding, energy.max_epochs) == ("auto",) * 3  # left as given
+
+
+def test_auto_values_resolve_around_the_given_ones():
+    # A loss given: the epochs follow it; the encoding still follows the outputs.
+    given = EnergyNet(loss="pseudolikelihood").build(3, (2,) * 4)
+    assert (given.loss_, given.encoding_, given.max_epochs_) == (
+        "pseudolikelihood", "pairwise", 10)
+    given = EnergyNet(loss="likelihood").build(3, (2,) * 40)
+    assert (given.loss_, given.encoding_, given.max_epochs_) == ("likelihood", "unary", 50)
+    given = EnergyNet(encoding="pairwise", max_epochs=3).build(3, (2,) * 20)
+    assert (given.loss_, given.encoding_, given.max_epochs_) == ("pseudolikelihood",
+                                                                 "pairwise", 3)
     forced = EnergyNet(encoding="unary").build(3, (2,) * 4)
     assert forced.configurations_.n_encoding == 4
-    with pytest.raises(ValueError, match="encoding should be"):
-        EnergyNet(encoding="pairs").fit(X, np.zeros((4, 2), dtype=int))
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"encoding": "pairs"}, "encoding should be"),
+    ({"loss": "hinge"}, "loss should be 'auto', 'likelihood'"),
+    ({"max_epochs": 0}, "max_epochs should be 'auto' or a positive int; got 0"),
+    ({"max_epochs": "many"}, "max_epochs should be 'auto' or a positive int"),
+    ({"max_epochs": 2.5}, "max_epochs should be 'auto' or a positive int"),
+])
+def test_energy_net_refuses_bad_auto_parameters(params, message):
+    X = np.zeros((4, 3), dtype=np.float32)
+    with pytest.raises(ValueError, match=message):
+        EnergyNet(**params).fit(X, np.zeros((4, 2), dtype=int))
+
+
+def test_sointer_defaults_on_many_outputs_use_the_scaled_energy_network(capsys, tmp_path):
+    # 25 outputs (a 5 x 5 segmentation): the default energy network resolves to
+    # pseudo-likelihood on the unary encoding for 10 epochs, and says so at verbose=1.
+    side = 5
+    X = _images(side, n=60)
+    black_box = as_black_box(LocalSegmenter(side), output="multilabel_logits")
+    explainer = SOInterExplainer(target=(2, 2), k=3, image_shape=(side, side), max_epochs=1,
+                                 energy_masks=1, random_state=0, device="cpu",
+                                 verbose=1).fit(X, black_box=black_box)
+    assert (explainer.energy_loss_, explainer.energy_encoding_,
+            explainer.energy_max_epochs_) == ("pseudolikelihood", "unary", 10)
+    assert len(explainer.energy_net_.net_.history) == 10
+    assert explainer.energy is None  # the parameter is left as given
+    # One line per phase off a terminal: the energy network's epochs, then the interpreter's.
+    err = capsys.readouterr().err
+    assert "SOInterExplainer energy network: epoch 1/10, loss " in err
+    assert "SOInterExplainer energy network: epoch 10/10" in err
+    assert err.index("SOInterExplainer energy network") < err.index(
+        "SOInterExplainer training: epoch 1/1")
+    # The resolved values survive a save and a load.
+    from sk_sointer import load, save
+
+    save(explainer, tmp_path / "sointer.safetensors")
+    loaded = load(tmp_path / "sointer.safetensors", black_box=black_box)
+    assert (loaded.energy_loss_, loaded.energy_encoding_, loaded.energy_max_epochs_) == (
+        "pseudolikelihood", "unary", 10)
+    np.testing.assert_array_equal(loaded.transform(X[:10]), explainer.transform(X[:10]))
 
 
 def test_flip_energies_match_the_flipped_encodings():
