@@ -47,17 +47,17 @@ import torch
 from safetensors.torch import load_file, save_file
 from sklearn.utils.validation import check_is_fitted
 
-from ._layout import RowLayout
-from ._masking import Masker
-from ._networks import CNN, MLP, CNNSelector, EnergyMLP, TokenCNN, TokenCNNSelector
-from ._outputs import OutputSpec
-from ._version import __version__
-from ._repair import RowRepair
-from ._search import ModelRefinement
-from ._utils import resolve_device, seeded
-from .base import _OPTIMIZERS, Problem, _SkorchEstimatorMixin
-from .black_box import as_black_box
-from .explainers._energy import EnergyNet
+from .._layout import RowLayout
+from .._masking import Masker
+from .._networks import CNN, MLP, CNNSelector, EnergyMLP, TokenCNN, TokenCNNSelector
+from .._outputs import OutputSpec
+from .._version import __version__
+from .._repair import RowRepair
+from .._search import ModelRefinement
+from .._utils import resolve_device, seeded
+from ..base import _OPTIMIZERS, Problem, _SkorchEstimatorMixin
+from ..black_box import as_black_box
+from ..explainers._energy import EnergyNet
 
 __all__ = ["load", "save"]
 
@@ -344,7 +344,7 @@ def _path_of(path):
 
 def _public_estimators():
     """The package's public estimators that train a net, by class name."""
-    from . import explainers, metrics
+    from .. import explainers, metrics
 
     classes = {}
     for module in (explainers, metrics):

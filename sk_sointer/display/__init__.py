@@ -28,7 +28,7 @@ from numbers import Integral
 import numpy as np
 from sklearn.metrics import auc
 
-from .metrics import insertion_deletion_curves
+from ..metrics import insertion_deletion_curves
 
 __all__ = [
     "ComparisonDisplay",
