@@ -1,0 +1,258 @@
+"""What a file says, checked before anything is built from it: the estimator's class and
+parameters, its fitted attributes against the tensors' shapes, the stored arrays, the
+tensors against the networks its parameters build, and the black box given to load."""
+
+import math
+import re
+
+import numpy as np
+import torch
+
+from .._masking import Masker
+from .._utils import resolve_device
+from ..base import _SkorchEstimatorMixin
+from ..black_box import as_black_box
+from ._format import _HEADER_DTYPES, _STRUCTURED
+from ._values import _decode_object
+
+_ATTRIBUTE_NAME = re.compile(r"[a-z][a-z0-9_]*_\Z")
+
+# Fitted attributes that every estimator the loader builds reads, and those of one class.
+_COMMON_ATTRIBUTES = ("n_features_in_", "row_shape_", "image_shape_", "n_tokens_")
+_CLASS_ATTRIBUTES = {"HardKumaExplainer": ("k_", "selection_rate_"),
+                     "SOInterExplainer": ("k_", "objective_")}
+_EXPLAINER_ATTRIBUTES = ("k_",)
+
+
+def _load_device(device):
+    """The torch device the networks are loaded on: a CPU or an available CUDA device."""
+    resolved = resolve_device(device)
+    if resolved.type not in ("cpu", "cuda"):
+        raise ValueError(f"sk_sointer.load puts the networks on 'cpu', 'cuda', 'cuda:N' or "
+                         f"'auto'; got device={device!r}.")
+    if resolved.type == "cuda" and (resolved.index or 0) >= torch.cuda.device_count():
+        raise ValueError(f"device={str(resolved)!r} does not exist: this machine has "
+                         f"{torch.cuda.device_count()} CUDA device(s).")
+    return resolved
+
+
+def _public_estimators():
+    """The package's public estimators that train a net, by class name."""
+    from .. import explainers, metrics
+
+    classes = {}
+    for module in (explainers, metrics):
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if isinstance(obj, type) and issubclass(obj, _SkorchEstimatorMixin):
+                classes[obj.__name__] = obj
+    return classes
+
+
+def _check_class(cls):
+    known = _public_estimators()
+    if known.get(cls.__name__) is not cls:
+        raise ValueError(
+            f"sk_sointer.save stores the package's own estimators ({', '.join(sorted(known))}); "
+            f"got {cls.__module__}.{cls.__qualname__}, whose code a file cannot restore "
+            "without running it."
+        )
+    return cls
+
+
+def _class_named(name):
+    known = _public_estimators()
+    if not isinstance(name, str) or name not in known:
+        raise ValueError(
+            f"The file's estimator class {name!r} is not one that sk_sointer.load builds: "
+            f"{', '.join(sorted(known))}."
+        )
+    return known[name]
+
+
+def _is_fitted_attribute(name):
+    return name.endswith("_") and not name.startswith("_")
+
+
+def _with_params(cls, params):
+    accepted = cls().get_params(deep=False)
+    unknown = sorted(set(params) - set(accepted))
+    if unknown:
+        raise ValueError(f"The file gives {cls.__name__} unknown parameters {unknown}.")
+    # save writes no code, so the training options that would be code are absent.
+    if params.get("callbacks") not in (None, []):
+        raise ValueError(f"The file gives {cls.__name__} callbacks {params['callbacks']!r}; "
+                         "sk_sointer.save writes none (callbacks are code).")
+    if isinstance(params.get("train_split"), str):
+        raise ValueError(f"The file gives {cls.__name__} an invalid train_split "
+                         f"{params['train_split']!r}.")
+    estimator = cls(**params)
+    # The same checks as fit: a tampered value is refused here, not at explanation time.
+    estimator._validate_params()
+    return estimator
+
+
+def _attributes(doc, estimator, header):
+    """The fitted attributes, each checked against the class and the tensors' shapes."""
+    attributes = _decode_object(doc.get("attributes"), "fitted attributes")
+    for name in attributes:
+        if not _ATTRIBUTE_NAME.match(name) or name in _STRUCTURED:
+            raise ValueError(f"The file holds an invalid fitted attribute name {name!r}.")
+    name = type(estimator).__name__
+    required = [*_COMMON_ATTRIBUTES, *_CLASS_ATTRIBUTES.get(name, ())]
+    if hasattr(estimator, "_masks_from_scores"):  # an explainer: its masks need k_
+        required += _EXPLAINER_ATTRIBUTES
+    missing = sorted(set(required) - set(attributes))
+    if missing:
+        raise ValueError(f"The file lacks the fitted attributes {missing} of a {name}.")
+
+    # n_features_in_ is also the length of the masker's arrays: the header bounds it.
+    n_features = attributes["n_features_in_"]
+    if "masker_.mean_" not in header:
+        raise ValueError("The file lacks the tensor 'masker_.mean_'.")
+    shape, _ = header["masker_.mean_"]
+    if not _is_int(n_features) or n_features < 1 or shape != (n_features,):
+        raise ValueError(f"The file's n_features_in_={n_features!r} does not match its "
+                         f"tensor 'masker_.mean_' of shape {shape}.")
+    names = attributes.get("feature_names_in_")
+    if names is not None and (not isinstance(names, np.ndarray) or names.shape != (n_features,)):
+        raise ValueError(f"The file's feature_names_in_ should hold {n_features} names.")
+    row_shape, image_shape = attributes["row_shape_"], attributes["image_shape_"]
+    if row_shape is not None and (not _is_shape(row_shape, (2, 3), n_features)):
+        raise ValueError(f"The file's row_shape_={row_shape!r} does not hold "
+                         f"n_features_in_={n_features} values.")
+    if image_shape is not None and not _is_shape(image_shape, (3,), n_features):
+        raise ValueError(f"The file's image_shape_={image_shape!r} does not hold "
+                         f"n_features_in_={n_features} values.")
+    n_tokens = attributes["n_tokens_"]
+    if bool(estimator.tokens) != (n_tokens is not None) or (
+        n_tokens is not None and (not _is_int(n_tokens) or n_tokens < 1)
+    ):
+        raise ValueError(f"The file's n_tokens_={n_tokens!r} does not match tokens="
+                         f"{estimator.tokens!r}.")
+    k = attributes.get("k_")
+    if k is not None and (not _is_int(k) or not 1 <= k <= n_features):
+        raise ValueError(f"The file's k_={k!r} should be None or an int in [1, "
+                         f"n_features_in_={n_features}].")
+    rate = attributes.get("selection_rate_")
+    if "selection_rate_" in attributes and (
+        isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 < rate <= 1
+    ):
+        raise ValueError(f"The file's selection_rate_={rate!r} should be a number in (0, 1].")
+    return attributes
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_shape(shape, lengths, n_values):
+    return (isinstance(shape, tuple) and len(shape) in lengths
+            and all(_is_int(size) and size > 0 for size in shape)
+            and math.prod(shape) == n_values)
+
+
+def _int(value):
+    if not _is_int(value):
+        raise TypeError(f"{value!r} is not an int")
+    return value
+
+
+def _array(tensors, name, shape, kind):
+    if name not in tensors:
+        raise ValueError(f"The file lacks the tensor {name!r}.")
+    array = tensors[name].numpy()
+    if array.shape != shape or array.dtype.kind != kind:
+        raise ValueError(
+            f"The file's tensor {name!r} has shape {array.shape} and dtype {array.dtype}; "
+            f"expected shape {shape}."
+        )
+    if kind == "f" and not np.isfinite(array).all():
+        raise ValueError(f"The file's tensor {name!r} holds NaN or infinite values.")
+    return array
+
+
+def _attach(black_box, estimator):
+    if black_box is None:
+        return None
+    black_box = as_black_box(black_box).with_row_shape(estimator.layout_.row_shape)
+    black_box = black_box.with_token_ids(estimator.layout_.tokens)
+    n_features = getattr(black_box.model, "n_features_in_", None)
+    if n_features is not None and n_features != estimator.n_features_in_:
+        raise ValueError(
+            f"The black box takes {n_features} features, but the {type(estimator).__name__} "
+            f"was fitted on {estimator.n_features_in_}."
+        )
+    spec = black_box.spec
+    if spec is not None and (spec.kinds, spec.blocks) != (
+        estimator.output_spec_.kinds, estimator.output_spec_.blocks
+    ):
+        raise ValueError(
+            f"The black box's outputs {spec.kinds} do not match those the "
+            f"{type(estimator).__name__} was fitted on, {estimator.output_spec_.kinds}."
+        )
+    return black_box
+
+
+def _check_black_box(estimator):
+    """The black box answers a row of the baseline with outputs of the stored spec: a
+    regressor given for a classifier's explainer would otherwise score as if it agreed."""
+    black_box, stored = estimator.black_box_, estimator.output_spec_
+    name = type(estimator).__name__
+    row = torch.as_tensor(estimator.masker_.baseline_[None], dtype=torch.float32)
+    try:
+        with torch.no_grad():
+            black_box(row)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"The black box given to load does not answer a row of the {name}'s "
+                         f"baseline: {' '.join(str(exc).split())}") from None
+    spec = black_box.spec
+    if (spec.kinds, spec.blocks) != (stored.kinds, stored.blocks):
+        raise ValueError(
+            f"The black box's outputs ({_spec_text(spec)}) do not match those the {name} was "
+            f"fitted on ({_spec_text(stored)})."
+        )
+
+
+def _spec_text(spec):
+    parts = []
+    for kind, (start, stop) in zip(spec.kinds, spec.blocks):
+        parts.append(f"{kind} over {stop - start} classes" if kind == "categorical" else kind)
+    if len(parts) > 4:
+        return f"{len(parts)} outputs: {', '.join(parts[:4])}, ..."
+    return f"{len(parts)} output{'s' if len(parts) != 1 else ''}: {', '.join(parts)}"
+
+
+def _check_tensors(estimator, shapes, header, path):
+    """The file holds every tensor the rebuilt estimator has, no other, each of the
+    shape and dtype the estimator's networks give it (read from the header)."""
+    expected = set(shapes)
+    expected |= {f"masker_.{name}" for name in Masker.FITTED_ARRAYS}
+    expected |= {"output_spec_.center", "output_spec_.scale"}
+    if estimator.masker_.groups_ is not None:
+        expected.add("masker_.groups_")
+    missing, extra = sorted(expected - set(header)), sorted(set(header) - expected)
+    if missing or extra:
+        problems = []
+        if missing:
+            problems.append(f"it lacks the tensors {_some(missing)}")
+        if extra:
+            problems.append(f"it holds tensors {_some(extra)} that the estimator does not have")
+        raise ValueError(
+            f"The tensors of {path} do not match the {type(estimator).__name__} its parameters "
+            f"build: {'; '.join(problems)}."
+        )
+    for name, (shape, dtype) in shapes.items():
+        stored_shape, stored_dtype = header[name]
+        stored_dtype = _HEADER_DTYPES.get(stored_dtype, stored_dtype)
+        if stored_shape != shape or stored_dtype != dtype:
+            raise ValueError(
+                f"The tensor {name!r} of {path} has shape {stored_shape} and dtype "
+                f"{stored_dtype}; the network its parameters build expects {shape} and "
+                f"{dtype}."
+            )
+
+
+def _some(names, limit=10):
+    shown = ", ".join(repr(name) for name in names[:limit])
+    return f"[{shown}{', ...' if len(names) > limit else ''}]"
