@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from .._utils import _store_params
 from ._base import _explained, _feature_names, _panels, _table
 from ._image_mask import _image_rows, _images_and_masks, _overlay
 from ._mask import MaskDisplay
@@ -43,9 +44,7 @@ class ComparisonDisplay:
     """
 
     def __init__(self, masks, *, feature_names=None, images=None):
-        self.masks = masks
-        self.feature_names = feature_names
-        self.images = images
+        _store_params(self, locals())
 
     @classmethod
     def from_masks(cls, masks_by_name, *, images=None, feature_names=None, explainer=None,

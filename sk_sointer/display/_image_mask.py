@@ -3,6 +3,7 @@
 
 import numpy as np
 
+from .._utils import _store_params
 from ._base import _explained, _panels
 
 
@@ -112,9 +113,7 @@ class ImageMaskDisplay:
     """
 
     def __init__(self, images, masks, *, titles=None):
-        self.images = images
-        self.masks = masks
-        self.titles = titles
+        _store_params(self, locals())
 
     @classmethod
     def from_masks(cls, images, masks, *, titles=None, n_cols=5, color="tab:orange",

@@ -4,6 +4,7 @@
 import numpy as np
 from sklearn.metrics import auc
 
+from .._utils import _store_params
 from ..metrics import insertion_deletion_curves
 from ._base import _axes
 
@@ -43,12 +44,7 @@ class InsertionDeletionDisplay:
 
     def __init__(self, fraction, insertion, deletion, *, insertion_auc, deletion_auc,
                  name=None):
-        self.fraction = fraction
-        self.insertion = insertion
-        self.deletion = deletion
-        self.insertion_auc = insertion_auc
-        self.deletion_auc = deletion_auc
-        self.name = name
+        _store_params(self, locals())
 
     @classmethod
     def from_curves(cls, fraction, insertion, deletion, *, name=None, ax=None):

@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from .._utils import _store_params
 from ._base import _axes, _explained, _feature_names, _table
 
 
@@ -48,10 +49,7 @@ class MaskDisplay:
     """
 
     def __init__(self, masks, *, feature_names, row_labels=None, holds=None):
-        self.masks = masks
-        self.feature_names = feature_names
-        self.row_labels = row_labels
-        self.holds = holds
+        _store_params(self, locals())
 
     @classmethod
     def from_masks(cls, masks, *, feature_names=None, explainer=None, row_labels=None,

@@ -3,6 +3,7 @@
 
 import numpy as np
 
+from .._utils import _store_params
 from ._base import _feature_names, _positive_int, _pyplot, _table
 
 
@@ -62,10 +63,7 @@ class SelectionFrequencyDisplay:
     """
 
     def __init__(self, frequencies, *, feature_names, group_labels=None, group_sizes=None):
-        self.frequencies = frequencies
-        self.feature_names = feature_names
-        self.group_labels = group_labels
-        self.group_sizes = group_sizes
+        _store_params(self, locals())
 
     @classmethod
     def from_masks(cls, masks, *, by=None, feature_names=None, explainer=None, top=None,

@@ -1,5 +1,6 @@
 """One panel per explained output of a multi-output model: :class:`TargetsDisplay`."""
 
+from .._utils import _store_params
 from ._base import _feature_names, _panels, _table
 from ._selection_frequency import SelectionFrequencyDisplay, _frequencies
 
@@ -32,7 +33,7 @@ class TargetsDisplay:
     """
 
     def __init__(self, displays):
-        self.displays = displays
+        _store_params(self, locals())
 
     @classmethod
     def from_masks(cls, masks_by_target, *, by=None, feature_names=None, explainer=None,

@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from .._utils import _store_params
 from ._base import _axes, _positive_int
 
 
@@ -68,8 +69,7 @@ class TokenMaskDisplay:
     """
 
     def __init__(self, words, masks):
-        self.words = words
-        self.masks = masks
+        _store_params(self, locals())
 
     @classmethod
     def from_masks(cls, tokens, masks, *, sequencer=None, color="tab:orange", width=60,
