@@ -220,11 +220,12 @@ def test_a_captured_fit_on_cuda_learns_what_an_eager_one_does(rows):
 
 def test_a_step_that_reads_the_epoch_is_captured_for_each_epoch(fake, rows):
     """MEED's sampler weighs the prior by the epoch, a Python number a graph would freeze:
-    each epoch's step is its own graph."""
+    each epoch's step is its own graph. The prior's surrogate, trained first (one epoch
+    here), is captured too: its own graph."""
     from sk_sointer import MEEDExplainer
 
     X, y = rows
     MEEDExplainer(k=2, max_epochs=3, batch_size=50, refine=None, device="cpu",
                   random_state=0).fit(X, y)
-    assert len(fake.graphs) == 3
-    assert [graph.replays for graph in fake.graphs] == [10 - 3] * 3
+    assert len(fake.graphs) == 1 + 3
+    assert [graph.replays for graph in fake.graphs] == [10 - 3] * 4

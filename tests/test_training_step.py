@@ -176,6 +176,7 @@ STEPS = {
     "REAL-X selector (Hard Kumaraswamy)": ("RealXNet", "RealXNet._gate_loss"),
     "HardKuma's predictor": ("HardKumaNet", "predictor_update.<locals>.loss"),
     "HardKuma selector": ("HardKumaNet", "HardKumaNet._selector_loss"),
+    "MEED's prior surrogate": ("JudgeNet", "JudgeNet._judge_loss"),
     "MEED": ("MEEDNet", "MEEDNet._approximators_loss", "MEEDNet._explainer_loss"),
     "EVAL-X": ("JudgeNet", "predictor_update.<locals>.loss"),
     "SOInter's energy network": ("EnergyModel", "EnergyModel._training_loss"),

@@ -42,7 +42,8 @@ from .._utils import _store_params, in_chunks
 from ..base import BaseExplainer
 from .._topk import topk_mask
 from ..distributions import SubsetConcrete
-from ._net import SelectorJudgeNet, Update, set_mode
+from ._net import SelectorJudgeNet, Update
+from ._random_mask import JudgeNet
 
 # Share of the prior spread evenly over the groups, so that no group is impossible to
 # sample in the first epoch (a pixel of value 0 has gradient x input 0).
@@ -167,19 +168,17 @@ class MEEDNet(SelectorJudgeNet):
 
     def surrogate_scores(self, X, targets, n_epochs):
         """Gradient × input per feature of the fidelity approximator on whole rows, after
-        training it on whole rows for ``n_epochs`` epochs: the prior for a black box
-        without gradients. ``X`` is what the net is fed, ``targets`` the outputs on it."""
-        data = torch.as_tensor(X, device=self.device)[:, : self.n_features]
-        outputs = torch.as_tensor(targets, device=self.device)
-        ones = torch.ones_like(data)
-        set_mode(self.approximator_, True)
-        for _ in range(n_epochs):
-            for index in torch.randperm(len(data), device=self.device).split(self.batch_size):
-                if len(index) > 1:  # batch normalisation needs two rows
-                    loss = output_loss(self.judge_raw(data[index], ones[index]),
-                                       outputs[index], self.output_spec)
-                    self.step(self.approximators_optimizer_, loss, self.approximator_)
+        training it on whole rows for ``n_epochs`` epochs (a phase of its own, a
+        :class:`~sk_sointer.explainers._random_mask.JudgeNet` with ``masks="none"``): the
+        prior for a black box without gradients. ``X`` is what the net is fed, ``targets``
+        the outputs on it."""
+        options = self.get_params_for("approximators_optimizer")
+        JudgeNet(self.approximator_, masks="none", max_epochs=n_epochs,
+                 batch_size=self.batch_size, lr=self.lr, **self.phase_params(),
+                 **{"optimizer__" + name: value for name, value in options.items()},
+                 ).fit(X, targets)
         self.approximator_.eval()
+        data = torch.as_tensor(X, device=self.device)[:, : self.n_features]
         baseline = torch.as_tensor(self.masker.baseline_scaled_, dtype=data.dtype,
                                    device=data.device)
 

@@ -197,9 +197,11 @@ class SelectorJudgeNet(UpdateSteps, PortableNet, NeuralNet):
 
     Parameters
     ----------
-    module : callable
+    module : callable or torch.nn.Module
         Factory of the selector network; or, when the class sets ``selector = False``
-        (an evaluator with no selector, such as EVAL-X's), of the judge itself.
+        (an evaluator with no selector, such as EVAL-X's), of the judge itself. An
+        initialised module is trained in place (a later phase of a fitted net's training:
+        the refinement of its selector, MEED's prior surrogate).
     masker : Masker
         Fitted masker of the problem (baseline, standardisation, groups).
     output_spec : OutputSpec
@@ -262,7 +264,9 @@ class SelectorJudgeNet(UpdateSteps, PortableNet, NeuralNet):
         return len(self.history)
 
     def initialize_module(self):
-        if self.selector:
+        if isinstance(self.module, torch.nn.Module):  # a later phase: trained in place
+            self.module_ = self.module
+        elif self.selector:
             self.module_ = self.build_selector()
         else:
             self.module_ = self._build_judge(self.module)
@@ -280,6 +284,17 @@ class SelectorJudgeNet(UpdateSteps, PortableNet, NeuralNet):
     def _build_judge(self, factory):
         return build_network(factory, self.judge_in_features, self.output_spec.n_columns,
                              self.input_shape, n_tokens=self.n_tokens)
+
+    def phase_params(self):
+        """What the net of a later training phase over this net's problem and modules
+        takes from it (the refinement's, MEED's prior surrogate): the masker, the outputs,
+        the rows' shape, the optimizer class and the device; no validation split, silent."""
+        return dict(masker=self.masker, output_spec=self.output_spec,
+                    append_mask=self.append_mask, input_shape=self.input_shape,
+                    n_tokens=self.n_tokens, selector_in_features=self.selector_in_features,
+                    optimizer=self.optimizer, device=self.device,
+                    data_on_device=self.data_on_device, cuda_graphs=self.cuda_graphs,
+                    train_split=None, verbose=0)
 
     def module_optimizer(self, prefix, module):
         """An instance of the net's optimizer class over ``module``'s parameters only, with
@@ -416,22 +431,13 @@ class SelectorJudgeNet(UpdateSteps, PortableNet, NeuralNet):
             model_judge=model_judge,
             n_samples=refinement.n_samples,
             imitate=imitate,
-            masker=self.masker,
-            output_spec=self.output_spec,
-            input_shape=self.input_shape,
-            n_tokens=self.n_tokens,
-            selector_in_features=self.selector_in_features,
             max_epochs=plan.max_epochs,
             batch_size=min(refinement.batch_size, n_rows),
             lr=refinement.lr,
-            optimizer=self.optimizer,
-            device=self.device,
-            data_on_device=self.data_on_device,
-            train_split=None,
             callbacks=[("keep_best", KeepBestByModel(net_input, eval_index,
                                                       patience=refinement.n_iter_no_change)),
                        *callbacks],
-            verbose=0,
+            **self.phase_params(),
         )
         return net.fit(net_input, np.arange(n_rows, dtype=np.int64)[:, None])
 
@@ -583,9 +589,8 @@ class ModelJudgedNet(SelectorJudgeNet):
         super().__init__(module, **kwargs)
 
     def initialize_module(self):
-        self.module_ = self.module
         self.budget_spent_ = False
-        return self
+        return super().initialize_module()
 
     def _imitation_weight(self):
         """Weight of the greedy targets in this epoch's loss: from 1 down to 0 at half the

@@ -71,7 +71,10 @@ class JudgeNet(SelectorJudgeNet):
     ``max_epochs``. With ``masks="given"`` (the FS-A / FU-A of
     :func:`~sk_sointer.metrics.approximator_accuracy`) the net is fed the standardised
     rows followed by their 0/1 feature masks, and the judge learns on the rows masked so.
-    The validation loss is the same objective in evaluation mode.
+    With ``masks="none"`` (the surrogate of MEED's prior: its fidelity approximator, an
+    initialised ``module`` trained in place) the judge learns on whole rows; what the net
+    is fed past the features is not read. The validation loss is the same objective in
+    evaluation mode.
     """
 
     selector = False
@@ -86,11 +89,12 @@ class JudgeNet(SelectorJudgeNet):
             factor = cosine_factor(self.epoch, self.max_epochs)
             return [predictor_update(self, self.module_, self.optimizer_, factor)]
 
-        def loss(X, targets):
-            value = self._given_mask_loss(X, targets)
-            return value, {"loss": value.detach(), "y_pred": None}
+        return [Update(self._judge_loss, self.optimizer_, (self.module_,),
+                       training=(self.module_,))]
 
-        return [Update(loss, self.optimizer_, (self.module_,), training=(self.module_,))]
+    def _judge_loss(self, X, targets):
+        value = self._masks_loss(X, targets)
+        return value, {"loss": value.detach(), "y_pred": None}
 
     def validation_step(self, batch, **fit_params):
         X, targets = self.batch_tensors(batch)
@@ -99,11 +103,15 @@ class JudgeNet(SelectorJudgeNet):
             if self.masks == "random":
                 loss = random_mask_loss(self, self.module_, X, targets)
             else:
-                loss = self._given_mask_loss(X, targets)
+                loss = self._masks_loss(X, targets)
         return {"loss": loss, "y_pred": None}
 
-    def _given_mask_loss(self, X, targets):
-        masks = X[:, self.n_features :]
+    def _masks_loss(self, X, targets):
+        """The judge's loss on the rows masked by the given masks, or on whole rows."""
+        if self.masks == "none":
+            masks = X.new_ones(len(X), self.masker.n_groups_)
+        else:
+            masks = X[:, self.n_features :]
         return -log_likelihood(self, self.module_, X, masks, targets).mean()
 
 
