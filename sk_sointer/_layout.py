@@ -5,11 +5,13 @@ Every explainer flattens what it is given into rows of features: a table as it i
 ``image_shape``) as rows of pixels, token ids as rows of ids. A :class:`RowLayout` is
 resolved once in ``fit`` from the data and the explainer's modality parameters
 (``image_shape``, ``patch_size``, ``groups``, ``tokens``); the masker takes its groups, the
-networks its input shape and vocabulary, the estimator its flattening and unflattening, and
-HardKuma its neighbouring groups.
+networks its input shape and vocabulary, the estimator its flattening and unflattening and
+the output a pixel names (SOInter's ``target=(row, col)``), and HardKuma its neighbouring
+groups.
 """
 
 import math
+from numbers import Integral
 
 import numpy as np
 
@@ -88,6 +90,33 @@ class RowLayout:
     def unflatten(self, values):
         """Flat per-feature rows (masks, scores) in the shape of the rows given to ``fit``."""
         return values if self.row_shape is None else values.reshape(len(values), *self.row_shape)
+
+    def output_index(self, target, n_outputs):
+        """The index of the model's output that ``target`` names: an int as it is (checked
+        by the output spec); a ``(row, col)`` pair names a pixel of a model with one output
+        per pixel of the images (``n_outputs`` of them, in the pixels' row-major order)."""
+        if not isinstance(target, (tuple, list)):
+            return target
+        if len(target) != 2 or not all(
+                isinstance(i, (Integral, np.integer)) and not isinstance(i, bool) for i in target):
+            raise ValueError(f"target as a pixel should be a pair of ints (row, col); got "
+                             f"{target!r}.")
+        if self.image_shape is None:
+            raise ValueError(
+                f"target={target!r} names a pixel, which needs image rows: X of shape "
+                "(n_samples, height, width) or (n_samples, channels, height, width), or flat "
+                "rows with image_shape=(height, width). Pass an int output index otherwise.")
+        height, width = self.image_shape[1:]
+        if n_outputs != height * width:
+            raise ValueError(
+                f"target={target!r} names a pixel, so the black box should have one output "
+                f"per pixel of the {height} x {width} images ({height * width}); it has "
+                f"{n_outputs}. Pass an int output index.")
+        row, col = (int(i) for i in target)
+        if not (0 <= row < height and 0 <= col < width):
+            raise ValueError(f"target={target!r} is outside the {height} x {width} images: row "
+                             f"should be in [0, {height - 1}] and col in [0, {width - 1}].")
+        return row * width + col
 
     def neighbour_pairs(self, n_groups):
         """Index pairs of neighbouring groups: adjacent pixels (or patches) of an image, in

@@ -189,10 +189,9 @@ class _SkorchEstimatorMixin:
 
     def _output_target(self, layout, spec):
         """The index of the output a method explains, ``None`` for all of them: ``target``
-        as given by default (validated by ``OutputSpec.select``); a method that takes it in
-        another form (SOInter's pixels) resolves it from the rows' ``layout`` and the
-        outputs' ``spec``."""
-        return getattr(self, "target", None)
+        as an index (validated by ``OutputSpec.select``) or a pixel's ``(row, col)``, which
+        the rows' ``layout`` resolves (:meth:`~sk_sointer._layout.RowLayout.output_index`)."""
+        return layout.output_index(getattr(self, "target", None), spec.n_outputs)
 
     def _pretrain(self, problem, X, X_scaled, targets):
         """A training phase before the net is built (none by default). ``X`` holds the rows in
@@ -911,7 +910,30 @@ class BaseExplainer(
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
-        return tags
+        if not self._requires_model:
+            return tags
+        # sklearn's checks fit on outputs given as y, which an explainer that needs the
+        # model refuses: every check that fits fails with that refusal; its other checks
+        # pass. Declared in its tags, read by tests/test_common.py.
+        why = (f"{type(self).__name__} {self._requires_model_because}, so it needs the model "
+               "itself (fit(X, black_box=model)), and sklearn's checks give only outputs as y")
+        return _with_expected_failures(tags, dict.fromkeys(_CHECKS_THAT_FIT, why))
+
+
+# The estimator checks that fit: an explainer that needs the model fails them (see
+# BaseExplainer.__sklearn_tags__).
+_CHECKS_THAT_FIT = (
+    "check_fit_score_takes_y", "check_estimators_overwrite_params",
+    "check_dont_overwrite_parameters", "check_estimators_fit_returns_self",
+    "check_readonly_memmap_input", "check_n_features_in_after_fitting",
+    "check_positive_only_tag_during_fit", "check_estimators_dtypes", "check_dtype_object",
+    "check_pipeline_consistency", "check_estimators_nan_inf", "check_estimators_pickle",
+    "check_f_contiguous_array_estimator", "check_transformer_data_not_an_array",
+    "check_transformer_general", "check_transformer_preserve_dtypes",
+    "check_methods_sample_order_invariance", "check_methods_subset_invariance",
+    "check_fit2d_1feature", "check_dict_unchanged", "check_fit_idempotent",
+    "check_fit_check_is_fitted", "check_n_features_in", "check_fit2d_predict1d",
+)
 
 
 def _explains_on_device(device):

@@ -13,7 +13,7 @@ from torch import nn
 from sk_sointer import EnergyNet, L2XExplainer, MLP, SOInterExplainer, as_black_box
 from sk_sointer.datasets import make_structured_output
 from sk_sointer.explainers._energy import Configurations
-from sk_sointer.explainers._sointer import model_states
+from sk_sointer.explainers._sointer_queries import model_states
 
 FAST = dict(max_epochs=6, batch_size=64, energy=EnergyNet(max_epochs=8), energy_masks=2,
             device="cpu", random_state=0)

@@ -24,17 +24,17 @@ import numpy as np
 import torch
 from sklearn.base import clone
 from sklearn.utils._param_validation import Interval, StrOptions
-from skorch.callbacks import Callback, EarlyStopping
+from skorch.callbacks import EarlyStopping
 
 from .._docstrings import fill_doc
 from .._networks import MLP
 from .._utils import _store_params, in_chunks, resolve_device
-from .._topk import random_masks
-from ..base import BaseExplainer, _EpochProgress, _with_expected_failures
+from ..base import BaseExplainer, _EpochProgress
 from .._topk import topk_mask
 from ..distributions import SubsetConcrete
 from ._energy import EnergyNet
 from ._net import SelectorJudgeNet, Update, score_function_loss
+from ._sointer_queries import Requery, energy_training_set, model_states
 
 
 class SOInterNet(SelectorJudgeNet):
@@ -219,29 +219,6 @@ class SOInterNet(SelectorJudgeNet):
                 X.to(device), feature_masks.to(device), append_mask=self.append_mask
             )
             return self.output_spec.state_columns(self.energy.marginals(rows))
-
-
-# sklearn's checks fit on outputs of one target given as y. SOInter queries the black box
-# on masked rows while it trains (its energy network is pre-trained on the model's answers
-# to masked rows, and it re-queries the model every epoch), so it refuses outputs alone:
-# every check that fits fails with that refusal; its other checks pass. Declared in its
-# tags (``_xfail_checks``), read by tests/test_common.py.
-_NEEDS_THE_MODEL_BECAUSE = (
-    "SOInter needs the model itself (fit(X, black_box=model)): it queries it on masked "
-    "rows while it trains, and sklearn's checks give only outputs as y"
-)
-_NEEDS_THE_MODEL = {check: _NEEDS_THE_MODEL_BECAUSE for check in (
-    "check_fit_score_takes_y", "check_estimators_overwrite_params",
-    "check_dont_overwrite_parameters", "check_estimators_fit_returns_self",
-    "check_readonly_memmap_input", "check_n_features_in_after_fitting",
-    "check_positive_only_tag_during_fit", "check_estimators_dtypes", "check_dtype_object",
-    "check_pipeline_consistency", "check_estimators_nan_inf", "check_estimators_pickle",
-    "check_f_contiguous_array_estimator", "check_transformer_data_not_an_array",
-    "check_transformer_general", "check_transformer_preserve_dtypes",
-    "check_methods_sample_order_invariance", "check_methods_subset_invariance",
-    "check_fit2d_1feature", "check_dict_unchanged", "check_fit_idempotent",
-    "check_fit_check_is_fitted", "check_n_features_in", "check_fit2d_predict1d",
-)}
 
 
 @fill_doc
@@ -495,9 +472,6 @@ class SOInterExplainer(BaseExplainer):
 
     _requires_model = True
 
-    def __sklearn_tags__(self):
-        return _with_expected_failures(super().__sklearn_tags__(), _NEEDS_THE_MODEL)
-
     _parameter_constraints: dict = {
         **BaseExplainer._parameter_constraints,
         "target": [Integral, tuple, list],
@@ -562,55 +536,19 @@ class SOInterExplainer(BaseExplainer):
         if self.objective == "auto":
             self.objective_ = "marginal" if n_configurations <= limit else "joint"
 
-    def _output_target(self, layout, spec):
-        target = self.target
-        if not isinstance(target, (tuple, list)):
-            return target
-        if len(target) != 2 or not all(
-                isinstance(i, (Integral, np.integer)) and not isinstance(i, bool) for i in target):
-            raise ValueError(f"target as a pixel should be a pair of ints (row, col); got "
-                             f"{target!r}.")
-        if layout.image_shape is None:
-            raise ValueError(
-                f"target={target!r} names a pixel, which needs image rows: X of shape "
-                "(n_samples, height, width) or (n_samples, channels, height, width), or flat "
-                "rows with image_shape=(height, width). Pass an int output index otherwise.")
-        height, width = layout.image_shape[1:]
-        if spec.n_outputs != height * width:
-            raise ValueError(
-                f"target={target!r} names a pixel, so the black box should have one output "
-                f"per pixel of the {height} x {width} images ({height * width}); it has "
-                f"{spec.n_outputs}. Pass an int output index.")
-        row, col = (int(i) for i in target)
-        if not (0 <= row < height and 0 <= col < width):
-            raise ValueError(f"target={target!r} is outside the {height} x {width} images: row "
-                             f"should be in [0, {height - 1}] and col in [0, {width - 1}].")
-        return row * width + col
-
     def _energy_template(self):
         return EnergyNet() if self.energy is None else self.energy
 
     def _pretrain(self, problem, X, X_scaled, targets):
-        spec = problem.output_spec
-        masker = problem.masker
-        full = torch.as_tensor(X_scaled)
-        rows = [masker.mask(full, torch.ones_like(full), append_mask=self.append_mask).numpy()]
-        proba = [spec.state_probabilities(targets)]
-        for _ in range(self.energy_masks):
-            # Seeded from torch's generator, which fit seeds.
-            draws = random_masks(len(X), masker.n_groups_, self.k_,
-                                 random_state=int(torch.randint(2**31 - 1, ())))
-            masks = masker.expand(draws)
-            rows.append(
-                masker.mask(full, torch.as_tensor(masks), append_mask=self.append_mask).numpy()
-            )
-            proba.append(model_states(problem.black_box, masker, spec, X, masks,
-                                      fill=self.fill, n_draws=self.n_draws, pool=X))
+        rows, proba = energy_training_set(
+            problem.black_box, problem.masker, problem.output_spec, X, X_scaled, targets,
+            n_masks=self.energy_masks, k=self.k_, append_mask=self.append_mask,
+            fill=self.fill, n_draws=self.n_draws)
         energy = self._energy(problem, resolve_device(self.device))
         if self.verbose == 1:
             progress = _EpochProgress(f"{type(self).__name__} energy network")
             energy.set_params(callbacks=[*(energy.callbacks or []), ("epoch_progress", progress)])
-        self.energy_net_ = energy.fit(np.concatenate(rows), np.concatenate(proba))
+        self.energy_net_ = energy.fit(rows, proba)
         self._record_energy()
 
     def _record_energy(self):
@@ -677,85 +615,3 @@ class SOInterExplainer(BaseExplainer):
 
 def _silent(*args):
     """EarlyStopping's sink: the explainer's ``n_iter_`` tells when training stopped."""
-
-
-def model_states(black_box, masker, spec, X, masks, *, fill, n_draws, pool):
-    """The model's per-output distributions over values (``OutputSpec.state_probabilities``)
-    on ``X`` with ``masks`` kept and the rest at the baseline, or (``fill="draws"``) the
-    mean of those distributions over ``n_draws`` fillings with the values of random rows of
-    ``pool``."""
-    if fill == "baseline":
-        return spec.state_probabilities(in_chunks(black_box.predict, masker.mask_raw(X, masks)))
-    total = 0.0
-    for _ in range(n_draws):
-        # torch's generator, which fit seeds from random_state
-        donors = pool[torch.randint(len(pool), (len(X),)).numpy()]
-        outputs = in_chunks(black_box.predict, masker.mask_raw(X, masks, fill=donors))
-        total = total + spec.state_probabilities(outputs)
-    return (total / n_draws).astype(np.float32)
-
-
-class Requery(Callback):
-    """Algorithm 1's re-query of the model on the interpreter's masks, between epochs.
-
-    Before the first epoch and after every one, the model's codes on the training rows
-    masked by the interpreter (a Gumbel top-k draw with ``mode="sample"``, its top-k with
-    ``"topk"``) become the net's ``masked_codes_`` for the next epoch; with ``"batch"`` the
-    net queries the model in every step and nothing is stored. After every epoch the
-    history records the share of rows whose target flips under the top-k masks
-    (``topk_flip_rate``), with ``fill="draws"`` the expected share under the draws
-    (``draws_flip_rate``), and the one of those that picks the interpreter to keep
-    (``kept_flip_rate``); with ``"sample"`` and ``"topk"``, the flips under the masks of
-    the next epoch (``flip_rate``).
-    """
-
-    def __init__(self, net_input, full_codes, *, mode):
-        self.net_input = net_input
-        self.full_codes = full_codes
-        self.mode = mode
-
-    def release(self):
-        """Drop the training rows' data, once training is over."""
-        self.net_input = self.full_codes = None
-
-    def on_train_begin(self, net, **kwargs):
-        _store_codes(net, "full_codes_", self.full_codes)
-        if self.mode != "batch":
-            masks = net.interpreter_masks(self.net_input, sample=self.mode == "sample")
-            _store_codes(net, "masked_codes_", net.model_codes(masks))
-
-    def on_epoch_end(self, net, **kwargs):
-        target, full = net.target, self.full_codes[:, net.target]
-        topk_masks = net.interpreter_masks(self.net_input, sample=False)
-        topk = net.model_codes(topk_masks)
-        topk_rate = float(np.mean(topk[:, target] != full))
-        rate = topk_rate
-        if net.fill == "draws":
-            rows = np.arange(len(full))
-            proba = model_states(net.black_box, net.masker, net.output_spec, net.rows, topk_masks,
-                                 fill=net.fill, n_draws=net.n_draws, pool=net.rows)
-            # the target's columns in the per-output distributions of model_states
-            offset = int(np.sum(net.output_spec.n_states[:target]))
-            rate = float(1.0 - proba[rows, offset + full].mean())
-            net.history.record("draws_flip_rate", rate)
-        if self.mode != "batch":
-            masked = topk
-            if self.mode == "sample":
-                masked = net.model_codes(net.interpreter_masks(self.net_input, sample=True))
-            _store_codes(net, "masked_codes_", masked)
-            net.history.record("flip_rate", float(np.mean(masked[:, target] != full)))
-        net.history.record("topk_flip_rate", topk_rate)
-        net.history.record("kept_flip_rate", rate)
-
-
-def _store_codes(net, name, codes):
-    """The model's codes (an ndarray) into the net's tensor ``name`` on its device, which
-    the training steps index there: written in place over the last ones, so that a step
-    captured in a CUDA graph reads the new codes."""
-    codes = torch.as_tensor(codes, device=net.device)
-    held = getattr(net, name, None)
-    if isinstance(held, torch.Tensor) and held.shape == codes.shape \
-            and held.dtype == codes.dtype and held.device == codes.device:
-        held.copy_(codes)
-    else:
-        setattr(net, name, codes)
