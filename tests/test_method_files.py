@@ -13,6 +13,11 @@ import sk_sointer.explainers
 EXPLAINERS = Path(sk_sointer.explainers.__file__).parent
 MODULES = sorted(EXPLAINERS.glob("*.py"))
 
+# One module per method: its maths in one file (the energy network, a network SOInter
+# trains first, and SOInter's queries of the model have modules of their own).
+METHOD_FILES = ["_l2x.py", "_realx.py", "_meed.py", "_sointer.py", "_hardkuma.py"]
+MAX_CODE_LINES = 250
+
 # A ``for ... in range(...)`` with "epoch" on its line or the few lines around it.
 RANGE_LOOP = re.compile(r"^\s*for\s.+\sin\s+range\(")
 NEAR = 3
@@ -39,3 +44,28 @@ def test_the_checker_finds_an_epoch_loop():
 def test_no_explainer_module_trains_in_a_loop_of_its_own(path):
     # Every fit goes through skorch's fit_loop (callbacks, history, CUDA graphs).
     assert hand_written_epoch_loops(path.read_text()) == []
+
+
+def code_lines(source):
+    """Lines of ``source`` that hold code: not blank, not a comment, not in a docstring
+    (of the module, a class or a function)."""
+    docstrings = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = node.body[0] if node.body else None
+            if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                    and isinstance(first.value.value, str)):
+                docstrings.update(range(first.lineno, first.end_lineno + 1))
+    return sum(1 for number, line in enumerate(source.splitlines(), 1)
+               if line.strip() and not line.strip().startswith("#") and number not in docstrings)
+
+
+def test_the_counter_skips_docstrings_comments_and_blank_lines():
+    source = ('"""A module.\n\nIts docstring."""\n\n# why\nimport math\n\n\n'
+              'def f(x):\n    """What f does,\n    in two lines."""\n    return math.sqrt(x)  # root\n')
+    assert code_lines(source) == 3
+
+
+@pytest.mark.parametrize("name", METHOD_FILES)
+def test_a_method_file_reads_in_one_sitting(name):
+    assert code_lines((EXPLAINERS / name).read_text()) <= MAX_CODE_LINES

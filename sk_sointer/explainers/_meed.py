@@ -33,7 +33,6 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted
 
 from .._docstrings import fill_doc
 from .._networks import MLP, output_feedback_selector
@@ -81,10 +80,8 @@ class MEEDNet(SelectorJudgeNet):
 
     def initialize_optimizer(self, *args, **kwargs):
         self.optimizer_ = self.module_optimizer("optimizer", self.module_)
-        named = [*self.approximator_.named_parameters(prefix="approximator"),
-                 *self.adversary_.named_parameters(prefix="adversary")]
-        groups, options = self.get_params_for_optimizer("approximators_optimizer", named)
-        self.approximators_optimizer_ = self.optimizer(*groups, **options)
+        both = {"approximator": self.approximator_, "adversary": self.adversary_}
+        self.approximators_optimizer_ = self.module_optimizer("approximators_optimizer", both)
         return self
 
     def updates(self):
@@ -105,16 +102,12 @@ class MEEDNet(SelectorJudgeNet):
         with torch.no_grad():
             logits = self.module_(X)
         mask = self._sample(logits, log_prior)
-        loss = (self._fidelity(X, mask, targets)
-                + self.w_u * self._infidelity(X, mask, targets, adversarial=False))
-        return loss, None
+        return self._objective(X, mask, targets, adversarial=False), None
 
     def _explainer_loss(self, X, targets):
         targets, log_prior = self._split(targets)
         logits = self.module_(X)
-        mask = self._sample(logits, log_prior)
-        loss = (self._fidelity(X, mask, targets)
-                + self.w_u * self._infidelity(X, mask, targets, adversarial=True))
+        loss = self._objective(X, self._sample(logits, log_prior), targets, adversarial=True)
         if self.prior_weight and log_prior is not None:
             loss = loss + self.prior_weight * self._prior_term(logits, log_prior)
         return loss, {"loss": loss.detach(), "y_pred": logits.detach()}
@@ -122,13 +115,10 @@ class MEEDNet(SelectorJudgeNet):
     def validation_step(self, batch, **fit_params):
         X, targets = self.batch_tensors(batch)
         targets, _ = self._split(targets)
-        for module in (self.module_, self.approximator_, self.adversary_):
-            module.eval()
+        self.set_modes(False)
         with torch.no_grad():
             logits = self.module_(X)
-            mask = topk_mask(logits, self.k)
-            loss = (self._fidelity(X, mask, targets)
-                    + self.w_u * self._infidelity(X, mask, targets, adversarial=True))
+            loss = self._objective(X, topk_mask(logits, self.k), targets, adversarial=True)
         return {"loss": loss, "y_pred": logits}
 
     def _split(self, targets):
@@ -155,16 +145,14 @@ class MEEDNet(SelectorJudgeNet):
         gap = (torch.softmax(logits, dim=1) - faded).abs().mean(dim=1)
         return gap.mean() / self.epoch
 
-    def _fidelity(self, X, mask, targets):
-        """``L_s``: A_s on the selected features."""
-        return output_loss(self.approximator_(self.masked(X, mask)), targets, self.output_spec)
-
-    def _infidelity(self, X, mask, targets, *, adversarial):
-        """``L_u`` (A_u on the unselected features), or the explainer's ``L_u^adv``."""
+    def _objective(self, X, mask, targets, *, adversarial):
+        """``L_s + w_u L_u`` (A_s on the selected features, A_u on the others), or the
+        explainer's ``L_s + w_u L_u^adv``."""
+        fidelity = output_loss(self.approximator_(self.masked(X, mask)), targets,
+                               self.output_spec)
+        infidelity = infidelity_loss if adversarial else output_loss
         predicted = self.adversary_(self.masked(X, 1 - mask))
-        if not adversarial:
-            return output_loss(predicted, targets, self.output_spec)
-        return infidelity_loss(predicted, targets, self.output_spec)
+        return fidelity + self.w_u * infidelity(predicted, targets, self.output_spec)
 
     def surrogate_scores(self, X, targets, n_epochs):
         """Gradient × input per feature of the fidelity approximator on whole rows, after
@@ -182,13 +170,11 @@ class MEEDNet(SelectorJudgeNet):
         baseline = torch.as_tensor(self.masker.baseline_scaled_, dtype=data.dtype,
                                    device=data.device)
 
-        def scores(rows):
-            rows = rows.clone().requires_grad_(True)
-            values = output_values(self.judge_raw(rows, torch.ones_like(rows)), self.output_spec)
-            (grad,) = torch.autograd.grad(explained_outputs(values, self.output_spec).sum(), rows)
-            return (grad * (rows - baseline)).abs().detach()
+        def values(rows):
+            return output_values(self.judge_raw(rows, torch.ones_like(rows)), self.output_spec)
 
-        return torch.cat([scores(chunk) for chunk in data.split(4096)]).cpu().numpy()
+        return torch.cat([gradient_x_input(values, chunk, baseline, self.output_spec)
+                          for chunk in data.split(4096)]).cpu().numpy()
 
 
 def infidelity_loss(predicted, targets, spec):
@@ -225,17 +211,24 @@ def explained_outputs(values, spec):
     return total
 
 
+def gradient_x_input(outputs, rows, baseline, spec):
+    """``|∂f/∂x ⊙ (x - baseline)|`` per value of the tensor ``rows``, ``f`` the explained
+    outputs (:func:`explained_outputs`) of ``outputs(rows)``, in the black box's scale."""
+    rows = rows.detach().clone().requires_grad_(True)
+    with torch.enable_grad():
+        (grad,) = torch.autograd.grad(explained_outputs(outputs(rows), spec).sum(), rows)
+    return (grad * (rows.detach() - baseline)).abs()
+
+
 def model_gradient_scores(black_box, X, baseline):
-    """``|∂f/∂x ⊙ (x - baseline)|`` of a differentiable black box, ``f`` the explained
-    outputs (:func:`explained_outputs`), per feature of the raw rows ``X``."""
+    """:func:`gradient_x_input` of a differentiable black box, per feature of the raw rows
+    ``X``."""
+    baseline = torch.as_tensor(baseline, dtype=torch.float32)
 
     def scores(rows):
-        rows = torch.as_tensor(rows, dtype=torch.float32).requires_grad_(True)
-        with torch.enable_grad():
-            explained = explained_outputs(black_box(rows, grad=True), black_box.spec)
-            (grad,) = torch.autograd.grad(explained.sum(), rows)
-        base = torch.as_tensor(baseline, dtype=torch.float32)
-        return (grad.cpu() * (rows.detach().cpu() - base)).abs().numpy()
+        rows = torch.as_tensor(rows, dtype=torch.float32)
+        return gradient_x_input(lambda x: black_box(x, grad=True), rows, baseline,
+                                black_box.spec).cpu().numpy()
 
     return in_chunks(scores, X)
 
@@ -469,7 +462,9 @@ class MEEDExplainer(BaseExplainer):
         -------
         scores : ndarray of the shape of X, float32
         """
-        return self._explained(X, outputs, self._scores_of, np.float32)
+        X = self._validate_transform_input(X, finite=False)
+        rows = self._explain_rows(X, self._scores_of, np.float32, self._outputs_of(X, outputs))
+        return self.layout_.unflatten(rows)
 
     def transform(self, X, outputs=None):
         """k-hot masks of the features the black box relied on, one row per sample.
@@ -490,15 +485,9 @@ class MEEDExplainer(BaseExplainer):
         X = self._validate_transform_input(X, finite=False)
         return self._masks_for(X, self._outputs_of(X, outputs))
 
-    def _explained(self, X, outputs, finish, dtype):
-        """``_explain_rows`` on validated ``X`` with the outputs the selector reads."""
-        X = self._validate_transform_input(X, finite=False)
-        rows = self._explain_rows(X, finish, dtype, self._outputs_of(X, outputs))
-        return self.layout_.unflatten(rows)
-
     def _outputs_of(self, X, outputs):
-        """The black box's outputs on the raw rows ``X``, standardised as in training."""
-        check_is_fitted(self)
+        """The black box's outputs on the validated raw rows ``X``, standardised as in
+        training."""
         spec = self.output_spec_
         if self.feedback is None:
             return None
@@ -520,32 +509,23 @@ class MEEDExplainer(BaseExplainer):
             return X_scaled
         if outputs is None:  # only when X is not finite: standardisation raised already
             outputs = np.zeros((len(X), self.output_spec_.n_columns), dtype=np.float32)
+        outputs = np.asarray(outputs, dtype=np.float32)
         if isinstance(X_scaled, torch.Tensor):  # explained on an accelerator
-            outputs = torch.as_tensor(np.asarray(outputs, dtype=np.float32),
-                                      device=X_scaled.device)
-            return torch.cat([X_scaled, outputs], dim=1)
-        return np.hstack([X_scaled, np.asarray(outputs, dtype=np.float32)])
+            return torch.cat([X_scaled, torch.as_tensor(outputs, device=X_scaled.device)], dim=1)
+        return np.hstack([X_scaled, outputs])
 
     def _build_net(self, problem, **net_params):
+        same_name = ("feedback", "approximator", "adversary", "tau", "w_u", "prior_weight")
         return MEEDNet(
-            self.selector,
-            feedback=self.feedback,
-            approximator=self.approximator,
-            adversary=self.adversary,
-            k=self.k_,
-            tau=self.tau,
-            w_u=self.w_u,
-            prior_weight=self.prior_weight,
-            approximators_optimizer__weight_decay=self.weight_decay,
-            **problem.net_params(),
+            self.selector, k=self.k_, **{name: getattr(self, name) for name in same_name},
+            approximators_optimizer__weight_decay=self.weight_decay, **problem.net_params(),
             **net_params,
         )
 
     def _train(self, problem, X, net_input, targets):
-        net = self.net_
-        net.initialize()
+        self.net_.initialize()
         log_r = self._log_prior(problem, X, net_input, targets)
-        net.partial_fit(net_input, targets if log_r is None else np.hstack([targets, log_r]))
+        self.net_.partial_fit(net_input, targets if log_r is None else np.hstack([targets, log_r]))
 
     def _log_prior(self, problem, X, net_input, targets):
         """Per-row, per-group log-prior of the warm start, or None."""

@@ -297,9 +297,12 @@ class SelectorJudgeNet(UpdateSteps, PortableNet, NeuralNet):
                     train_split=None, verbose=0)
 
     def module_optimizer(self, prefix, module):
-        """An instance of the net's optimizer class over ``module``'s parameters only, with
-        the options given as ``<prefix>__name`` (``optimizer__weight_decay``, ...)."""
-        groups, options = self.get_params_for_optimizer(prefix, module.named_parameters())
+        """An instance of the net's optimizer class over ``module``'s parameters only (or
+        those of a dict of modules, each's named under its key: MEED's two approximators),
+        with the options given as ``<prefix>__name`` (``optimizer__weight_decay``, ...)."""
+        named = (module.named_parameters() if isinstance(module, torch.nn.Module) else
+                 [p for name, part in module.items() for p in part.named_parameters(prefix=name)])
+        groups, options = self.get_params_for_optimizer(prefix, named)
         return self.optimizer(*groups, **options)
 
     def set_modes(self, training):
