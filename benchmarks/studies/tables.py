@@ -793,7 +793,8 @@ STUDY = Study(
     postprocess=with_gaps,
     labels={RANDOM: "Random", GLOBAL: "Best global subset", ORACLE: "Per-row greedy",
             BEST_PEER: "Best peer",
-            **{name: REGISTRY[name].label for name in (*TREE_PEERS, *TORCH_PEERS, "fastshap")},
+            **{name: REGISTRY[name].label
+               for name in (*TREE_PEERS, *TORCH_PEERS, "fastshap", "l2x_background")},
             **{f"{name}_repaired": f"{REGISTRY[name].label} + repair" for name in OURS},
             **{f"{name}_thresholded": f"{REGISTRY[name].label} (k=None)"
                for name in THRESHOLDED}},
