@@ -91,10 +91,13 @@ def save_results(path, records, machine, profile, study):
     keeps the previous complete file)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    payload = {"study": study, "machine": machine, "profile": dict(profile), "records": records}
+    head = {"study": study, "machine": machine, "profile": dict(profile), "records": []}
+    text = json.dumps(_jsonable(head), indent=1, allow_nan=False)
+    # One record a line: a file of ten thousand records stays small and diffs line by line.
+    lines = ",\n".join("  " + json.dumps(_jsonable(r), allow_nan=False) for r in records)
+    text = text[: text.rindex("[]")] + ("[\n" + lines + "\n ]" if records else "[]") + "\n}"
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(_jsonable(payload), indent=1, allow_nan=False) + "\n",
-                   encoding="utf-8")
+    tmp.write_text(text + "\n", encoding="utf-8")
     os.replace(tmp, path)
 
 
