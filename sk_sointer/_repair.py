@@ -69,7 +69,7 @@ class RowRepair(BaseEstimator):
         return max(1, k or 1) * n_groups
 
 
-def repair_masks(value, X, scores, group_masks, spec, k, repair, *, full=None):
+def repair_masks(value, X, scores, group_masks, spec, k, repair):
     """Check every row's mask and search further where it fails.
 
     Parameters
@@ -87,8 +87,6 @@ def repair_masks(value, X, scores, group_masks, spec, k, repair, *, full=None):
     k : int or None
         Groups a row (swaps keep it), or ``None`` (additions).
     repair : RowRepair
-    full : ndarray of shape (n_rows, n_columns), default=None
-        The model's outputs on ``X``, when known.
 
     Returns
     -------
@@ -98,8 +96,7 @@ def repair_masks(value, X, scores, group_masks, spec, k, repair, *, full=None):
         and ``n_queries`` (model rows sent, the check included).
     """
     start = value.n_queries
-    if full is None:
-        full = value.full(X)
+    full = value.full(X)
     masked = value.masked_groups(X, group_masks)
     check = row_check(full, masked, spec, tol=repair.tol)
     held_before = check.holds.copy()
