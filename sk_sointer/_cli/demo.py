@@ -35,7 +35,6 @@ _DEMO_MIN_ROWS = 50
 
 def _run_demo(args):
     from sklearn.model_selection import train_test_split
-    from sklearn.neural_network import MLPClassifier
 
     from .. import datasets
     from ..metrics import false_discovery_rate, median_rank, true_positive_rate
@@ -70,14 +69,7 @@ def _run_demo(args):
 
     print(f"sk_sointer demo: {dataset}, {n_features} features of which {n_true} matter "
           f"in each row; {len(X_train):,} training rows, {n_test:,} held out.")
-    start = time.perf_counter()
-    model = MLPClassifier(hidden_layer_sizes=(200, 200), max_iter=200, early_stopping=True,
-                          random_state=args.random_state)
-    with warnings.catch_warnings():
-        # Tiny demo sets may stop before converging; the report shows the accuracy anyway.
-        warnings.simplefilter("ignore", category=_convergence_warning())
-        model.fit(X_train, y_train)
-    bb_seconds = time.perf_counter() - start
+    model, bb_seconds = _demo_model((200, 200), X_train, y_train, args.random_state)
 
     start = time.perf_counter()
     try:
@@ -119,7 +111,6 @@ def _run_structured_demo(args):
     fitted on that output alone, both judged by post-hoc accuracy on the output."""
     import numpy as np
     from sklearn.model_selection import train_test_split
-    from sklearn.neural_network import MLPClassifier
 
     import sk_sointer
 
@@ -148,13 +139,7 @@ def _run_structured_demo(args):
     print(f"sk_sointer demo: {dataset}, SOInter's structured outputs: {n_outputs} binary "
           f"outputs of {n_features} features, the first {n_true} of which matter; "
           f"{len(X_train):,} training rows, {n_test:,} held out.")
-    start = time.perf_counter()
-    model = MLPClassifier(hidden_layer_sizes=(100, 100), max_iter=200, early_stopping=True,
-                          random_state=args.random_state)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", category=_convergence_warning())
-        model.fit(X_train, Y_train)
-    bb_seconds = time.perf_counter() - start
+    model, bb_seconds = _demo_model((100, 100), X_train, Y_train, args.random_state)
     accuracy = np.mean(model.predict(X_test) == Y_test, axis=0)
     print(f"  black box   multi-label MLPClassifier(100, 100), trained in {bb_seconds:.1f} s: "
           f"accuracy {', '.join(f'{a:.3f}' for a in accuracy)} on the outputs' held-out "
@@ -217,3 +202,18 @@ def _micro():
     except (LookupError, UnicodeEncodeError):
         return "u"
     return "\u00b5"
+
+
+def _demo_model(hidden, X, y, random_state):
+    """The demo's black box, an MLP of ``hidden`` units fitted on ``X`` and ``y`` (one label
+    or several), and the seconds its fit took."""
+    from sklearn.neural_network import MLPClassifier
+
+    start = time.perf_counter()
+    model = MLPClassifier(hidden_layer_sizes=hidden, max_iter=200, early_stopping=True,
+                          random_state=random_state)
+    with warnings.catch_warnings():
+        # Tiny demo sets may stop before converging; the report shows the accuracy anyway.
+        warnings.simplefilter("ignore", category=_convergence_warning())
+        model.fit(X, y)
+    return model, time.perf_counter() - start
