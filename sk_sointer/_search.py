@@ -272,15 +272,19 @@ class ModelRefinement(BaseEstimator):
         plan : Bunch
             ``n_eval`` (the rows judged after every epoch: their answers and the first
             evaluation cost ``2 * n_eval`` queries, each epoch's evaluation ``n_eval``),
-            ``n_imitated`` (the rows the greedy search runs on, ``k * n_groups`` queries
-            a row), ``max_epochs`` (the epochs the rest pays for, ``n_rows * n_samples +
+            ``n_imitated`` (the rows the greedy search runs on, planned at ``k * n_groups``
+            queries a row, a bound on its cost), ``max_epochs`` (the epochs the rest pays for, ``n_rows * n_samples +
             n_eval`` queries each; at least one, cut short by the budget if need be).
         """
         budget = self.max_queries // max(int(queries_per_row), 1)
         n_eval = min(n_rows, self.n_eval_rows, budget // 8)
         if n_eval < 1:
             return None
-        per_row = k * n_groups - k * (k - 1) // 2  # the unchosen groups of each round
+        # At most k * n_groups queries a row (the search asks about the groups left,
+        # sum_{j<k} (n_groups - j)): the greedy share is planned with that bound, which the
+        # defaults were tuned with (planned at the exact cost, more rows are imitated, and
+        # L2X's ground truth on orange skin fell from 100 to 93 % of the relevant features).
+        per_row = k * n_groups
         # the greedy search's share, leaving what the first epoch's evaluation needs
         greedy = min(budget * self.imitate_share, budget - 3 * n_eval)
         n_imitated = int(min(n_rows, greedy // max(per_row, 1)))
