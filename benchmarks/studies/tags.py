@@ -186,9 +186,7 @@ def top_words(masks, rows_predicted, words, n):
     """The ``n`` words selected most often in the rows where the tag is predicted, with the
     share of those rows each is selected in."""
     chosen = masks[rows_predicted]
-    if len(chosen) == 0:
-        return []
-    counts = chosen.sum(axis=0)
+    counts = chosen.sum(axis=0)  # no row: no count above 0, no word
     order = np.argsort(-counts, kind="stable")[:n]
     return [[str(words[j]), round(float(counts[j] / len(chosen)), 3)] for j in order
             if counts[j] > 0]
