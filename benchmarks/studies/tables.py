@@ -460,8 +460,8 @@ def with_gaps(records):
     order = (None, RANDOM, GLOBAL, *ALL_PEERS, BEST_PEER, *OURS, *REPAIRED, ORACLE, *OWN)
     rank = {name: i for i, name in enumerate(order)}
     first = {name: i for i, name in enumerate(dict.fromkeys(r["dataset"] for r in records))}
-    records = sorted(records + best, key=lambda r: (first[r["dataset"]],
-                                                   rank.get(r["method"], len(rank))))
+    records = sorted(records + best, key=lambda r: (
+        first[r["dataset"]], rank.get(r["method"], len(rank))))
     derived = []
     for (dataset, method), entry in summary.items():
         if method not in (*OURS, *REPAIRED, *OWN) or entry["error"]:
