@@ -1,18 +1,7 @@
-"""Transform throughput on a local Dask cluster against the in-memory transform, and
-KernelSHAP distributed the same way (the study ``bench.py cluster``).
-
-One L2X explainer (k=4, orange-skin rows of 10 features, an MLP black box) is fitted once;
-then rows per second of
-
-- ``explainer.transform`` in this process (one torch thread),
-- ``sk_sointer.parallel.dask_transform`` on a ``distributed.LocalCluster`` of 1, 2, ...
-  worker processes with one thread each, the rows already on the workers (persisted) and
-  the masks left there (persisted, as a job writing them out would), the explainer
-  scattered once,
-- shap's KernelExplainer mapped over the same kind of cluster (``map_blocks``, one
-  explainer per block), on a few rows,
-
-with a check that the cluster's masks equal the in-memory ones on every row.
+"""Rows per second of one L2X explainer (k=4, an MLP on orange-skin rows of 10 features):
+``transform`` in memory, ``sk_sointer.parallel.dask_transform`` on a local Dask cluster of
+1, 2, ... single-threaded worker processes (rows persisted there, masks left there, checked
+equal to the in-memory ones), and shap's KernelExplainer mapped over such a cluster.
 """
 
 import importlib.util
@@ -21,6 +10,11 @@ from contextlib import contextmanager
 from types import SimpleNamespace
 
 import numpy as np
+import torch
+from sklearn.neural_network import MLPClassifier
+
+from sk_sointer import L2XExplainer
+from sk_sointer.datasets import make_orange_skin
 
 from ..harness.study import Metric, Study, Table
 from ..harness.timing import best_time
@@ -33,33 +27,14 @@ ENGINES = {"in_memory": "in memory", "dask_transform": "dask_transform",
            "kernel_shap_dask": "KernelSHAP on dask"}
 
 
-def _fitted():
-    import torch
-    from sklearn.neural_network import MLPClassifier
-
-    from sk_sointer import L2XExplainer
-    from sk_sointer.datasets import make_orange_skin
-
+def prepare(dataset, profile, device):
+    """The fitted explainer, its black box and the rows every engine explains."""
     torch.set_num_threads(1)
     X, y, _ = make_orange_skin(n_samples=5000, random_state=0)
     model = MLPClassifier((100, 100), early_stopping=True, random_state=0).fit(X, y)
     explainer = L2XExplainer(k=4, max_epochs=20, random_state=0).fit(X, black_box=model)
-    return X, model, explainer
-
-
-def _kernel_shap_block(block, model, background):
-    import shap
-
-    explainer = shap.KernelExplainer(model.predict_proba, background)
-    values = explainer.shap_values(block, silent=True)
-    return np.asarray(values)[..., 0].reshape(len(block), -1).astype(np.float32)
-
-
-def prepare(dataset, profile, device):
-    """The fitted explainer, the rows and the in-memory masks every engine must match."""
-    X_train, model, explainer = _fitted()
     rows = np.random.default_rng(1).standard_normal((profile.n_rows, 10)).astype(np.float32)
-    return SimpleNamespace(X_train=X_train, model=model, explainer=explainer, rows=rows,
+    return SimpleNamespace(X_train=X, model=model, explainer=explainer, rows=rows,
                            expected=None, one_worker={})
 
 
@@ -72,22 +47,14 @@ def _client(workers):
         cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1,
                                            processes=True, dashboard_address=None)
         client = distributed.Client(cluster)
-    try:
+    with cluster, client:
         client.wait_for_workers(workers)
         yield client
-    finally:
-        client.close()
-        cluster.close()
-
-
-def _in_memory(data, profile):
-    def transform():
-        data.expected = data.explainer.transform(data.rows)
-
-    return {"rows": profile.n_rows, "seconds": best_time(transform, profile.repeats, warmup=0)}
 
 
 def _dask_transform(data, profile, workers):
+    """The explainer scattered once, the rows persisted in four blocks a worker (every
+    worker busy, little scheduling), the masks persisted as a job writing them out would."""
     import dask.array as da
     import distributed
 
@@ -96,9 +63,8 @@ def _dask_transform(data, profile, workers):
     if data.expected is None:
         data.expected = data.explainer.transform(data.rows)
     with _client(workers) as client:
-        # Four blocks per worker: every worker busy, little scheduling overhead.
-        X = da.from_array(data.rows, chunks=(-(-profile.n_rows // (4 * workers)), 10))
-        X = client.persist(X)
+        X = client.persist(da.from_array(data.rows,
+                                         chunks=(-(-profile.n_rows // (4 * workers)), 10)))
         distributed.wait(X)
 
         def transform():
@@ -110,7 +76,16 @@ def _dask_transform(data, profile, workers):
     return {"rows": profile.n_rows, "seconds": seconds, "identical_to_in_memory": identical}
 
 
+def _kernel_shap_block(block, model, background):
+    import shap
+
+    values = shap.KernelExplainer(model.predict_proba, background).shap_values(block,
+                                                                              silent=True)
+    return np.asarray(values)[..., 0].reshape(len(block), -1).astype(np.float32)
+
+
 def _kernel_shap(data, profile, workers):
+    """One KernelExplainer a block, the best of two runs (the first imports shap there)."""
     import dask.array as da
     import shap
 
@@ -119,18 +94,20 @@ def _kernel_shap(data, profile, workers):
         few = da.from_array(data.rows[: profile.shap_rows],
                             chunks=(max(1, profile.shap_rows // workers), 10))
         seconds = best_time(lambda: few.map_blocks(_kernel_shap_block, data.model, background,
-                                                   dtype=np.float32).compute(),
-                            2, warmup=0)  # the best of two: the first imports shap in the workers
+                                                   dtype=np.float32).compute(), 2, warmup=0)
     return {"rows": profile.shap_rows, "seconds": seconds}
 
 
 def measure(data, dataset, engine, seed, profile, device, workers):
     if engine == "in_memory":
-        values = _in_memory(data, profile)
-    elif engine == "dask_transform":
-        values = _dask_transform(data, profile, workers)
+        def transform():
+            data.expected = data.explainer.transform(data.rows)
+
+        values = {"rows": profile.n_rows,
+                  "seconds": best_time(transform, profile.repeats, warmup=0)}
     else:
-        values = _kernel_shap(data, profile, workers)
+        values = {"dask_transform": _dask_transform,
+                  "kernel_shap_dask": _kernel_shap}[engine](data, profile, workers)
     values["rows_per_s"] = values["rows"] / values["seconds"]
     if workers == 1:
         data.one_worker[engine] = values["rows_per_s"]

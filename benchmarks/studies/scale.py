@@ -1,22 +1,11 @@
-"""Fit and transform time and peak memory against rows and features, next to plain torch
-(the study ``bench.py scale``).
+"""Fit and transform time and peak memory against rows and features, next to plain torch.
 
-Its data sets are table sizes (``"10000x10"``: N(0, 1) rows, the explainers given the
-probabilities of a label from four features, so no black box is trained at any size), its
-methods the amortized explainers that have an anchor (:mod:`..harness.anchor`: the same
-training as a plain torch loop). Per table size and method it records
-
-- fit: seconds of ``fit`` and of the anchor, taken in turns, their ratio (the package's
-  overhead), the steps and last-epoch losses of both;
-- transform: seconds of ``transform`` on every row (a host float32 array) against a bare
-  forward pass of the selector on a tensor already on the device, and on CUDA against
-  copying the rows in, the forward pass and copying the scores out;
-- memory: the host memory ``transform`` holds at its peak, measured in a fresh process
-  (``python -m benchmarks.studies.scale``, see :func:`peak_memory`), against its input and
-  output bytes; on CUDA also the device's peak.
-
-The per-row peers are not run: their cost per row is read from the synthetic study's
-results (``--peers-from``) into the profile, so that the results file keeps them.
+Each data set is a table size (``"10000x10"``: N(0, 1) rows and the probabilities of a label
+from four features, no black box), each method an amortized explainer with an anchor
+(:mod:`..harness.anchor`, the same training as a plain torch loop). The study times ``fit``
+against the anchor and ``transform`` against a bare forward pass, and measures the peak
+memory of ``transform`` in a fresh process (``python -m benchmarks.studies.scale``). The
+per-row peers are not run: their cost is read from the synthetic study's results.
 
     python benchmarks/bench.py scale --profile fast --device cpu   # smoke run, seconds
     python benchmarks/bench.py scale --profile full                # 10k-1M rows, 10-1,000 features
@@ -26,12 +15,10 @@ import argparse
 import ctypes
 import gc
 import json
-import os
 import pickle
 import resource
 import subprocess
 import sys
-import tempfile
 import textwrap
 from pathlib import Path
 
@@ -47,31 +34,21 @@ from ..harness.study import Metric, Study, Table
 from ..harness.timing import best_times, sync
 
 ROOT = Path(__file__).resolve().parents[2]
-# The peers' costs: the synthetic run whose peers had the machine's two cores to themselves
-# (the 2026-11-24 run of synthetic_full.json shared them with three other processes).
-SYNTHETIC_RESULTS = "benchmarks/results/synthetic_full_paper.json"  # from the checkout's root
-
-# Host copies of the table that a size may hold at once, an estimate: the rows, Masker.fit's
-# float64 spread (two), the standardised rows, and transform's scores and masks (the memory
-# process's own rows and masks while this one holds its rows stay below the fit's peak). A
-# size that needs more than the free memory is skipped rather than sent into swap or the
-# OOM killer.
+# The run whose peers had the machine's two cores to themselves (from the checkout's root).
+SYNTHETIC_RESULTS = "benchmarks/results/synthetic_full_paper.json"
+# Host copies of the table a size may hold at once (the rows, Masker.fit's float64 spread,
+# the standardised rows, the scores and masks): a size needing more memory is skipped.
 HOST_COPIES = 6
-
-# What the registry's methods read to choose their k: the four relevant features.
 SCALE_DATA = DatasetSpec("scale", "N(0, 1) rows, a label from 4 features", make_rows, {},
-                         N_RELEVANT)
+                         N_RELEVANT)  # what the registry's methods read to choose their k
 
-# ``epochs`` overrides the explainers' epochs by registry ``params_key``; with
-# ``reference_rows`` the epochs are those of a table of that many rows, scaled down on
-# larger tables so that every fit takes about the same number of steps (:func:`budget`).
+# ``epochs`` by registry ``params_key``; with ``reference_rows`` the full profile keeps the
+# package's defaults on 10,000 rows and the same number of steps on larger tables (budget).
 PROFILES = {
     "fast": {"rows": (10_000,), "widths": (10, 100), "reference_rows": None, "fit_repeats": 2,
              "timing_repeats": 3, "peers_from": SYNTHETIC_RESULTS,
              "epochs": {"l2x": {"max_epochs": 2},
                         "realx": {"max_epochs": 2, "predictor_epochs": 1}}},
-    # The package's defaults on 10,000 rows (L2X: 1,000 steps of 1,000 rows; REAL-X: 160
-    # epochs of 256-row batches, 100 of them predictor-only), the same steps on larger ones.
     "full": {"rows": (10_000, 100_000, 1_000_000), "widths": (10, 100, 1_000),
              "reference_rows": 10_000, "fit_repeats": 1, "timing_repeats": 3, "epochs": {},
              "peers_from": SYNTHETIC_RESULTS},
@@ -79,16 +56,14 @@ PROFILES = {
 
 
 def budget(profile, method, n_rows):
-    """``max_epochs`` (and REAL-X's ``predictor_epochs``) of ``method`` on ``n_rows`` rows;
-    the anchor always gets the package's epochs."""
+    """``max_epochs`` (and REAL-X's ``predictor_epochs``) of ``method`` on ``n_rows`` rows."""
     defaults = method.estimator().get_params()
     epochs = {name: defaults[name] for name in ("max_epochs", "predictor_epochs")
               if name in defaults}
     epochs.update(profile.get("epochs", {}).get(method.params_key, {}))
     reference = profile.get("reference_rows")
     if reference and n_rows > reference:
-        factor = reference / n_rows
-        predictor = epochs.get("predictor_epochs")
+        factor, predictor = reference / n_rows, epochs.get("predictor_epochs")
         if predictor is None:
             epochs["max_epochs"] = max(1, round(epochs["max_epochs"] * factor))
         else:
@@ -98,26 +73,14 @@ def budget(profile, method, n_rows):
     return epochs
 
 
-# The run
-# -------
+def cases(dataset, methods, profile):
+    n_rows, n_features = map(int, dataset.split("x"))
+    return [(name, {"n_rows": n_rows, "n_features": n_features,
+                    "k": METHODS[name].k_for(SCALE_DATA)}) for name in methods]
 
 
 class TableTooLarge(Exception):
     """A table size this machine's free memory cannot hold."""
-
-
-def datasets(profile):
-    return [f"{n_rows}x{n_features}" for n_rows in profile.rows for n_features in profile.widths]
-
-
-def _size(dataset):
-    return tuple(int(n) for n in dataset.split("x"))
-
-
-def cases(dataset, methods, profile):
-    n_rows, n_features = _size(dataset)
-    return [(name, {"n_rows": n_rows, "n_features": n_features,
-                    "k": METHODS[name].k_for(SCALE_DATA)}) for name in methods]
 
 
 def prepare(dataset, profile, device):
@@ -126,7 +89,7 @@ def prepare(dataset, profile, device):
     gc.collect()
     if device.type == "cuda":
         torch.cuda.empty_cache()
-    n_rows, n_features = _size(dataset)
+    n_rows, n_features = map(int, dataset.split("x"))
     needed, available = HOST_COPIES * n_rows * n_features * 4, _available_memory()
     if available is not None and needed > available:
         raise TableTooLarge(f"skipped, needs about {needed / 2**30:.0f} GiB of host memory "
@@ -157,8 +120,8 @@ def measure(data, dataset, name, seed, profile, device, n_rows, n_features, k):
     method, (X, outputs) = METHODS[name], data
     epochs = budget(profile, method, n_rows)
     if (name, device.type) not in _WARMED:
-        # The first fit of a process pays one-time costs (lazy imports, kernel selection)
-        # that are no one's overhead: fit the package and the anchor on a few rows first.
+        # A process's first fit pays one-time costs (lazy imports, kernel selection) that
+        # are no one's overhead: fit the package and the anchor on a few rows first.
         few = slice(0, min(len(X), 512))
         warm = method.estimator(k=k, random_state=0, device=str(device), **{
             key: 2 if key == "max_epochs" else 1 for key in epochs})
@@ -166,56 +129,45 @@ def measure(data, dataset, name, seed, profile, device, n_rows, n_features, k):
         warm.transform(X[few])
         _WARMED.add((name, device.type))
     explainer = method.estimator(k=k, random_state=0, device=str(device), **epochs)
-    values = {"device": device.type, "budget": epochs,
-              **_time_fit(name, explainer, X, outputs, device, profile.fit_repeats),
+    fit = _time_fit(name, explainer, X, outputs, device, profile.fit_repeats)
+    values = {"device": device.type, "budget": epochs, **fit,
               **_time_transform(explainer, X, device, profile.timing_repeats),
-              "input_bytes": X.nbytes, "output_bytes": X.nbytes}  # a mask value a feature
-    values["steps"] = _steps(values["n_steps"], epochs)
-    values["in_out_bytes"] = values["input_bytes"] + values["output_bytes"]
+              "input_bytes": X.nbytes, "output_bytes": X.nbytes,  # a mask value a feature
+              "steps": _steps(fit["n_steps"], epochs), "in_out_bytes": 2 * X.nbytes}
     if device.type == "cuda":  # the memory process's copy of the rows needs the room
         torch.cuda.empty_cache()
     memory = _memory_process(explainer, n_rows, n_features)
     if "error" in memory:
         return {**values, "memory_error": memory["error"]}
-    # The rows are resident before the call, so the peak that transform needs is the rows
-    # plus what it adds; 1.0 would be nothing beyond its input and its output.
-    forward = memory["forward_extra_bytes"]
-    return {**values, **memory, "peak_bytes": X.nbytes + memory["extra_bytes"],
-            "memory_ratio": (X.nbytes + memory["extra_bytes"]) / values["in_out_bytes"],
+    # The rows are resident before the call: transform's peak is the rows plus its rise.
+    peak, forward = X.nbytes + memory["extra_bytes"], memory["forward_extra_bytes"]
+    return {**values, **memory, "peak_bytes": peak, "memory_ratio": peak / (2 * X.nbytes),
             "forward_peak_bytes": None if forward is None else X.nbytes + forward}
 
 
+def _synced(func, device):
+    """``func`` and then a wait for the device's queued work, so that a timer sees it done."""
+    def call():
+        func()
+        sync(device)
+    return call
+
+
 def _time_fit(name, explainer, X, outputs, device, repeats):
-    """Best-of-``repeats`` seconds of ``fit`` and of the method's anchor, taken in turns;
-    on CUDA also of ``fit`` with every step eager (``cuda_graphs=False``), so that the
-    captured step's time sits next to the eager one's. Per-step times divide by the
-    optimisation steps of each."""
-    anchor_fits = []
+    """Best-of-``repeats`` seconds of ``fit`` and of the anchor, taken in turns; on CUDA also
+    of ``fit`` with every step eager (``cuda_graphs=False``) next to the captured one."""
+    anchors, cuda = [], device.type == "cuda"
     eager = clone(explainer).set_params(cuda_graphs=False)
-
-    def fit_package():
-        explainer.fit(X, outputs)
-        sync(device)
-
-    def fit_anchor():
-        anchor_fits.append(ANCHORS[name](explainer, X, outputs, device))
-        sync(device)
-
-    def fit_eager():
-        eager.fit(X, outputs)
-        sync(device)
-
-    cuda = device.type == "cuda"
-    times = best_times([fit_package, fit_anchor, *([fit_eager] if cuda else [])], repeats,
-                       warmup=0)
-    fit_s, anchor_s = times[:2]
-    history = explainer.net_.history
+    funcs = [lambda: explainer.fit(X, outputs),
+             lambda: anchors.append(ANCHORS[name](explainer, X, outputs, device)),
+             *([lambda: eager.fit(X, outputs)] if cuda else [])]
+    times = best_times([_synced(func, device) for func in funcs], repeats, warmup=0)
+    (fit_s, anchor_s), history, anchor = times[:2], explainer.net_.history, anchors[-1]
     n_steps = sum(len(epoch["batches"]) for epoch in history)
-    anchor_steps = anchor_fits[-1].n_steps
-    values = {"n_steps": n_steps, "anchor_n_steps": anchor_steps, "fit_s": fit_s,
+    values = {"n_steps": n_steps, "anchor_n_steps": anchor.n_steps, "fit_s": fit_s,
               "anchor_fit_s": anchor_s, "fit_ratio": fit_s / anchor_s,
-              "fit_loss": float(history[-1, "train_loss"]), "anchor_loss": anchor_fits[-1].loss,
-              "step_s": fit_s / n_steps, "anchor_step_s": anchor_s / anchor_steps,
+              "fit_loss": float(history[-1, "train_loss"]), "anchor_loss": anchor.loss,
+              "step_s": fit_s / n_steps, "anchor_step_s": anchor_s / anchor.n_steps,
               "fit_timing": f"best of {repeats}" if repeats > 1 else "single run"}
     if cuda:
         values.update(eager_fit_s=times[2], eager_step_s=times[2] / n_steps,
@@ -224,27 +176,19 @@ def _time_fit(name, explainer, X, outputs, device, repeats):
 
 
 def _time_transform(explainer, X, device, repeats):
-    """Seconds of ``transform``, of the bare forward pass and on CUDA of copy-in, forward
+    """Seconds of the bare forward pass, of ``transform`` and on CUDA of copy-in, forward
     and copy-out, best of ``repeats`` taken in turns."""
-    module = explainer.net_.module_.eval()
-    X_device = torch.as_tensor(X, device=device)
-
-    def forward():
-        with torch.inference_mode():
-            module(X_device)
-        sync(device)
-
-    def copy_forward_copy():
-        with torch.inference_mode():
-            module(torch.as_tensor(X).to(device)).cpu()
-        sync(device)
-
-    cuda = device.type == "cuda"
-    times = best_times([forward, lambda: explainer.transform(X),
-                        *([copy_forward_copy] if cuda else [])], repeats, warmup=1)
+    module, X_device = explainer.net_.module_.eval(), torch.as_tensor(X, device=device)
+    inference = torch.inference_mode()
+    funcs = [inference(_synced(lambda: module(X_device), device)), lambda: explainer.transform(X)]
+    if device.type == "cuda":
+        funcs.append(inference(_synced(lambda: module(torch.as_tensor(X).to(device)).cpu(),
+                                       device)))
+    times = best_times(funcs, repeats, warmup=1)
     return {"forward_s": times[0], "transform_s": times[1],
             "throughput_ratio": times[0] / times[1], "transform_timing": f"best of {repeats}",
-            **({"copy_forward_s": times[2], "gpu_ratio": times[2] / times[1]} if cuda else {})}
+            **({"copy_forward_s": times[2], "gpu_ratio": times[2] / times[1]}
+               if device.type == "cuda" else {})}
 
 
 def _steps(n_steps, epochs):
@@ -254,61 +198,39 @@ def _steps(n_steps, epochs):
     return f"{n_steps:,} ({shown})"
 
 
-# Peak memory, in a fresh process
-# -------------------------------
+# Peak memory, in a fresh process that draws the rows again (no table goes through the disk)
+# -----------------------------------------------------------------------------------------
 
 RESET_METHOD = "VmHWM reset by /proc/self/clear_refs, minus VmRSS before the call"
 MAXRSS_METHOD = "ru_maxrss after the call (peak since the process started), minus VmRSS before"
 
 
 def _memory_process(explainer, n_rows, n_features):
-    """:func:`peak_memory` of the fitted ``explainer`` on the table, in a fresh process
-    that draws the rows again (no table goes through the disk); ``{"error"}`` if it fails."""
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "explainer.pkl"
-        path.write_bytes(pickle.dumps(explainer))
-        python_path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-        done = subprocess.run(
-            [sys.executable, "-m", "benchmarks.studies.scale", str(path), str(n_rows),
-             str(n_features), str(torch.get_num_threads())],
-            env={**os.environ, "PYTHONPATH": python_path}, capture_output=True, text=True,
-            check=False)
+    """:func:`peak_memory` of the fitted ``explainer`` in a fresh process; ``{"error"}``."""
+    done = subprocess.run([sys.executable, "-m", "benchmarks.studies.scale", str(n_rows),
+                           str(n_features), str(torch.get_num_threads())], cwd=ROOT,
+                          input=pickle.dumps(explainer), capture_output=True, check=False)
     if done.returncode != 0:
-        tail = done.stderr.strip().splitlines()[-1:] or [f"exit status {done.returncode}"]
-        return {"error": f"memory process failed: {tail[0]}"}
+        tail = done.stderr.decode(errors="replace").strip().splitlines()[-1:]
+        return {"error": "memory process failed: "
+                + (tail[0] if tail else f"exit status {done.returncode}")}
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def peak_memory(explainer, X):
-    """Memory of ``explainer.transform(X)`` and, for reference, of a bare forward pass of
-    its selector on the same rows: ``{"extra_bytes", "forward_extra_bytes",
-    "device_peak_bytes", "memory_method"}``.
-
-    The host number is the rise of the resident set size (RSS, every page the process
-    touches: numpy's arrays and torch's tensors alike) during a call: the high-water mark
-    ``VmHWM``, reset just before the call by writing 5 to ``/proc/self/clear_refs``, minus
-    ``VmRSS`` then, the smaller of two calls; before it the explainer has explained a few
-    rows (lazy initialisation, the CUDA context) and freed heap memory has been handed
-    back (``malloc_trim``), so memory the call reuses counts as new. The rows are resident
-    before the call; the returned masks are in the rise. The forward pass reads the rows
-    themselves on the CPU (on CUDA a copy made beforehand), its scores included: the
-    activations any forward pass needs, which on narrow tables outweigh the rows. Where the
-    mark cannot be reset the rise is ``ru_maxrss`` after one call minus ``VmRSS`` before:
-    the peak since the process started, an upper bound that the rows, drawn directly in
-    float32, keep close. On CUDA the device's peak is ``torch.cuda.max_memory_allocated``
-    over the call, above what was allocated before it.
-    """
-    module = explainer.net_.module_.eval()
-    device = explainer._inference_device()
+    """The rise of host memory (:func:`_rise`) during ``explainer.transform(X)`` and a bare
+    forward pass of its selector (its scores included), once a few rows are explained (lazy
+    initialisation, the CUDA context); on CUDA the device's peak allocation above the one
+    before the call. The rows are resident before the call, the masks in the rise."""
+    module, device = explainer.net_.module_.eval(), explainer._inference_device()
     X_device = torch.as_tensor(X).to(device)  # on the CPU, the rows themselves
 
-    def forward():
+    def forward(rows=X_device):
         with torch.inference_mode():
-            return module(X_device)
+            return module(rows)
 
     explainer.transform(X[:64])
-    with torch.inference_mode():
-        module(X_device[:64])
+    forward(X_device[:64])
     cuda = device.type == "cuda"
     if cuda:
         torch.cuda.synchronize(device)
@@ -327,8 +249,10 @@ def peak_memory(explainer, X):
 
 
 def _rise(func):
-    """How far resident memory rises above its level before ``func()`` while it runs (its
-    result included), and whether the high-water mark could be reset for it."""
+    """How far the resident set rises above its level before ``func()`` while it runs, and
+    whether the high-water mark could be reset for it (writing 5 to clear_refs); else the
+    peak since the process started, an upper bound. Freed heap memory is handed back first
+    (``malloc_trim``), so that memory the call reuses counts as new."""
     gc.collect()
     try:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
@@ -349,14 +273,9 @@ def _rise(func):
     return max(peak - before, 0), reset
 
 
-# The per-row peers, from the synthetic study
-# -------------------------------------------
-
-
 def peer_costs(path=SYNTHETIC_RESULTS):
-    """The per-row peers' milliseconds per explained row, from the synthetic study's
-    results: per peer the median over the data sets it explained without
-    error, with the widths of those data sets and the settings and machine of that run.
+    """Per peer of the synthetic study's results, the median milliseconds per row over the
+    data sets it explained without error, their widths, and that run's settings and machine;
     ``None`` when the file is missing."""
     path = Path(path) if Path(path).exists() else ROOT / path
     if not path.exists():
@@ -392,38 +311,35 @@ def _ratio(value):
 
 
 def caption(records, machine, profile):
-    cuda = machine["device"] == "cuda"
+    cuda, reference = machine["device"] == "cuda", profile.get("reference_rows")
     hardware = f"{machine['gpu']} (CUDA)" if cuda else report.hardware(machine)
-    fit_timing = {r["fit_timing"] for r in records if r.get("fit_timing")}
-    reference = profile.get("reference_rows")
+    fit_timing = " / ".join(sorted({r["fit_timing"] for r in records if r.get("fit_timing")}))
     return (
         f"Scale, profile ``{profile.name}``: run on {machine['date'][:10]} on {hardware}, "
         f"torch {machine['torch']}. Rows N(0, 1); the explainers are fitted on the "
         f"probabilities of a label from {N_RELEVANT} features and keep k = {N_RELEVANT}. "
         "Fit s: ``fit``, and the anchor: the same training as a plain torch loop (same "
-        "networks and initial weights, epochs, batch size, optimizer and learning rate; "
-        "rows resident on the device, batches by ``torch.randperm``), "
-        f"{' / '.join(sorted(fit_timing)) or 'not run'}; Steps: optimisation steps "
-        "(epochs; REAL-X: predictor+selector). "
-        + (f"Epochs are those of {reference:,} rows, scaled down on larger "
-           "tables to about the same number of steps. " if reference else "")
+        "networks and initial weights, epochs, batch size, optimizer and learning rate; rows "
+        f"resident on the device, batches by ``torch.randperm``), {fit_timing or 'not run'}; "
+        "Steps: optimisation steps (epochs; REAL-X: predictor+selector). "
+        + (f"Epochs are those of {reference:,} rows, scaled down on larger tables to about "
+           "the same number of steps. " if reference else "")
         + "Fit ratio: package over anchor (1.0 = no overhead). "
         + ("Step ms: a fit's seconds over its steps" + (
             " (the package's with the step captured in a CUDA graph, its default; eager: the "
             "same fit with ``cuda_graphs=False``)" if cuda else "") + ". "
            if any(r["metric"] == "step_s" for r in records) else "")
-        + "Transform: ``transform`` of "
-        "every row from a host float32 array; throughput: a bare forward pass of the "
-        "selector on a tensor already on the device over ``transform`` (1.0 = no overhead)"
-        + ("; GPU ratio: copying the host array in, the forward pass and copying the "
-           "scores out, over ``transform``" if cuda else "")
+        + "Transform: ``transform`` of every row from a host float32 array; throughput: a "
+        "bare forward pass of the selector on a tensor already on the device over "
+        "``transform`` (1.0 = no overhead)"
+        + ("; GPU ratio: copying the host array in, the forward pass and copying the scores "
+           "out, over ``transform``" if cuda else "")
         + ". Peak MB: host memory ``transform`` holds at its peak, its input counted: the "
-        "rows plus the rise of resident memory (VmHWM) during the call, in a fresh "
-        "process; over input + output (1.0 = nothing beyond them). Forward peak MB: the "
-        "same for the bare forward pass, its scores included (on narrow tables the "
-        "selector's hidden activations, 100 units a row, outweigh the rows)"
-        + ("; GPU MB: ``torch.cuda.max_memory_allocated`` over the call" if cuda else "")
-        + "."
+        "rows plus the rise of resident memory (VmHWM) during the call, in a fresh process; "
+        "over input + output (1.0 = nothing beyond them). Forward peak MB: the same for the "
+        "bare forward pass, its scores included (on narrow tables the selector's hidden "
+        "activations, 100 units a row, outweigh the rows)"
+        + ("; GPU MB: ``torch.cuda.max_memory_allocated`` over the call" if cuda else "") + "."
     )
 
 
@@ -456,10 +372,11 @@ def notes(records, machine, profile):
         rows += [(f"{METHODS[r['method']].label} ``transform`` (this run, {n_rows:,} x {width})",
                   1000 * r["value"] / n_rows) for r in done
                  if (r["n_features"], r["n_rows"]) == (width, n_rows)]
-    return lines + [*textwrap.wrap(text, width=92, break_on_hyphens=False), "", *report._grid_table(
-        "Per-row peers (from the synthetic benchmark)", ["Method", "ms / row",
-                                                         "Hours per\n1M rows"],
-        [[label, f"{ms:.3g}", f"{ms * 1e6 / 1e3 / 3600:.3g}"] for label, ms in rows])]
+    return [*lines, *textwrap.wrap(text, width=92, break_on_hyphens=False), "",
+            *report._grid_table("Per-row peers (from the synthetic benchmark)",
+                                ["Method", "ms / row", "Hours per\n1M rows"],
+                                [[label, f"{ms:.3g}", f"{ms * 1e6 / 1e3 / 3600:.3g}"]
+                                 for label, ms in rows])]
 
 
 def _at_least(smallest):
@@ -470,53 +387,54 @@ def _at_least(smallest):
     return parse
 
 
-_COLUMNS = ("fit_s", "anchor_fit_s", "fit_ratio", "transform_s", "forward_s",
-            "throughput_ratio")
-_STEP_TITLE = "Training step against table size"
-_MEMORY = ("peak_bytes", "in_out_bytes", "memory_ratio", "forward_peak_bytes")
-_ROWS = ("method", "n_rows", "n_features", "steps")
-_LABELS = {"method": "Method", "n_rows": "Rows", "n_features": "Features", "steps": "Steps",
-           "fit_s": "Fit s", "anchor_fit_s": "Anchor s", "fit_ratio": "Fit ratio",
-           "transform_s": "Transform\nms", "forward_s": "Forward\nms",
-           "throughput_ratio": "Through-\nput", "copy_forward_s": "Copy+fwd\n+copy ms",
-           "gpu_ratio": "GPU\nratio", "peak_bytes": "Peak MB", "in_out_bytes": "In+out\nMB",
-           "memory_ratio": "Peak /\n(in+out)", "forward_peak_bytes": "Forward\npeak MB",
-           "device_peak_bytes": "GPU MB", "step_s": "Step ms", "anchor_step_s": "Anchor\nstep ms",
-           "eager_step_s": "Eager\nstep ms", "capture_speedup": "Captured /\neager",
-           "anchor_speedup": "Anchor /\npackage"}
-_SECONDS, _MS = Metric("Seconds", "s"), Metric("Milliseconds", "s", scale=1e3)
+_S, _MS = Metric("Seconds", "s"), Metric("Milliseconds", "s", scale=1e3)
 _RATIO, _MB = Metric("Ratio", fmt=_ratio), Metric("MB", "bytes", scale=1e-6)
-_TITLE = "Fit and transform against table size"
+# Every metric's column label (None: in no table) and how its values are shown.
+_METRICS = {
+    "fit_s": ("Fit s", _S), "anchor_fit_s": ("Anchor s", _S), "fit_ratio": ("Fit ratio", _RATIO),
+    "transform_s": ("Transform\nms", _MS), "forward_s": ("Forward\nms", _MS),
+    "throughput_ratio": ("Through-\nput", _RATIO), "copy_forward_s": ("Copy+fwd\n+copy ms", _MS),
+    "gpu_ratio": ("GPU\nratio", _RATIO), "peak_bytes": ("Peak MB", _MB),
+    "in_out_bytes": ("In+out\nMB", _MB), "memory_ratio": ("Peak /\n(in+out)", _RATIO),
+    "forward_peak_bytes": ("Forward\npeak MB", _MB), "device_peak_bytes": ("GPU MB", _MB),
+    "step_s": ("Step ms", _MS), "anchor_step_s": ("Anchor\nstep ms", _MS),
+    "eager_step_s": ("Eager\nstep ms", _MS), "capture_speedup": ("Captured /\neager", _RATIO),
+    "anchor_speedup": ("Anchor /\npackage", _RATIO), "eager_fit_s": (None, _S),
+    **{name: (None, _MB) for name in ("input_bytes", "output_bytes", "extra_bytes")},
+}
+_LABELS = {"n_rows": "Rows", "n_features": "Features", "steps": "Steps",
+           **{name: label for name, (label, _) in _METRICS.items() if label}}
+_TIMES = ("fit_s", "anchor_fit_s", "fit_ratio", "transform_s", "forward_s", "throughput_ratio")
+_MEMORY = ("peak_bytes", "in_out_bytes", "memory_ratio", "forward_peak_bytes")
+
+
+def _table(title, metrics, cuda):
+    """A table of the CPU runs' records, or of the CUDA runs' (``cuda``)."""
+    return Table(title, metrics, rows=("method", "n_rows", "n_features", "steps"),
+                 labels=_LABELS, where=lambda r: (r.get("device") == "cuda") == cuda)
+
 
 STUDY = Study(
     name="scale",
     profiles=PROFILES,
-    datasets=datasets,
+    datasets=lambda profile: [f"{n_rows}x{n_features}" for n_rows in profile.rows
+                              for n_features in profile.widths],
     methods=tuple(name for name in method_names(amortized=True) if name in ANCHORS),
     cases=cases,
     prepare=prepare,
     measure=measure,
     metrics={"n_rows": Metric("Rows", fmt=",.0f"), "n_features": Metric("Features", fmt=",.0f"),
-             "fit_s": _SECONDS, "anchor_fit_s": _SECONDS, "fit_ratio": _RATIO,
-             "transform_s": _MS, "forward_s": _MS, "throughput_ratio": _RATIO,
-             "copy_forward_s": _MS, "gpu_ratio": _RATIO, "memory_ratio": _RATIO,
-             "step_s": _MS, "anchor_step_s": _MS, "eager_step_s": _MS, "eager_fit_s": _SECONDS,
-             "capture_speedup": _RATIO, "anchor_speedup": _RATIO,
-             **{name: _MB for name in ("peak_bytes", "in_out_bytes", "forward_peak_bytes",
-                                       "device_peak_bytes", "input_bytes", "output_bytes",
-                                       "extra_bytes")}},
-    tables=(Table(_TITLE, (*_COLUMNS, *_MEMORY), rows=_ROWS, labels=_LABELS,
-                  where=lambda r: r.get("device") != "cuda"),
-            Table(_TITLE, (*_COLUMNS, "copy_forward_s", "gpu_ratio", *_MEMORY,
-                           "device_peak_bytes"), rows=_ROWS, labels=_LABELS,
-                  where=lambda r: r.get("device") == "cuda"),
-            Table(_STEP_TITLE, ("step_s", "anchor_step_s"), rows=_ROWS, labels=_LABELS,
-                  where=lambda r: r.get("device") != "cuda"),
-            # On CUDA: the captured step (the package's default), the same fit with every
-            # step eager, the plain torch loop; speed-ups of the captured fit over both.
-            Table(_STEP_TITLE, ("step_s", "eager_step_s", "anchor_step_s", "capture_speedup",
-                                "anchor_speedup"), rows=_ROWS, labels=_LABELS,
-                  where=lambda r: r.get("device") == "cuda")),
+             **{name: metric for name, (_, metric) in _METRICS.items()}},
+    tables=(_table("Fit and transform against table size", (*_TIMES, *_MEMORY), cuda=False),
+            _table("Fit and transform against table size",
+                   (*_TIMES, "copy_forward_s", "gpu_ratio", *_MEMORY, "device_peak_bytes"),
+                   cuda=True),
+            _table("Training step against table size", ("step_s", "anchor_step_s"), cuda=False),
+            # On CUDA the captured step (the package's default), the same fit eager, the
+            # anchor, and the speed-ups of the captured fit over both.
+            _table("Training step against table size",
+                   ("step_s", "eager_step_s", "anchor_step_s", "capture_speedup",
+                    "anchor_speedup"), cuda=True)),
     caption=caption,
     notes=notes,
     options={"rows": {"type": _at_least(2), "nargs": "+", "metavar": "N",
@@ -531,13 +449,12 @@ STUDY = Study(
 
 
 def main(argv=None):
-    """The memory process: ``EXPLAINER.pkl N_ROWS N_FEATURES THREADS``; prints the
-    :func:`peak_memory` of the pickled explainer on the table, as JSON."""
-    path, n_rows, n_features, threads = argv or sys.argv[1:]
+    """The memory process: ``N_ROWS N_FEATURES THREADS``, a pickled explainer on stdin;
+    prints the :func:`peak_memory` of its ``transform`` on the table, as JSON."""
+    n_rows, n_features, threads = argv or sys.argv[1:]
     torch.set_num_threads(int(threads))
     X = make_rows(int(n_rows), int(n_features))[0]
-    with open(path, "rb") as file:
-        print(json.dumps(peak_memory(pickle.load(file), X)))
+    print(json.dumps(peak_memory(pickle.load(sys.stdin.buffer), X)))
 
 
 if __name__ == "__main__":
