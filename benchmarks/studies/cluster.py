@@ -79,8 +79,8 @@ def _dask_transform(data, profile, workers):
 def _kernel_shap_block(block, model, background):
     import shap
 
-    values = shap.KernelExplainer(model.predict_proba, background).shap_values(block,
-                                                                              silent=True)
+    explainer = shap.KernelExplainer(model.predict_proba, background)
+    values = explainer.shap_values(block, silent=True)
     return np.asarray(values)[..., 0].reshape(len(block), -1).astype(np.float32)
 
 
