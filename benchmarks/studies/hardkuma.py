@@ -1,24 +1,20 @@
 """HardKuma: the selection rate asked for against the rate achieved, and TPR against L2X.
 
-On the synthetic sets of :mod:`harness.data` (rows, black box and ground truth shared with
-the synthetic study), two parts:
-
-- ``rate``: ``HardKumaExplainer(selection_rate=r)`` for every ``r`` of ``rates`` on
-  ``rate_datasets``; the achieved rate is the mean of the thresholded masks of
-  ``transform`` (``k=None``, the deterministic test-time gates), the expected rate the mean
-  open probability (``explain``). Acceptance: within 2 points of ``r``.
-- ``matched``: on ``matched_datasets``, L2X with the set's k and HardKuma at
-  ``selection_rate = k / n_features`` (its default) fitted with the same seed, their true
-  positive rates (HardKuma's for its thresholded gates and for its top-k).
+On the synthetic sets of :mod:`harness.data`: ``rate`` fits ``HardKumaExplainer(
+selection_rate=r)`` for every ``r`` of ``rates`` and compares the rate of its thresholded
+masks (``k=None``, the deterministic test-time gates) and the mean open probability
+(``explain``) with ``r`` (acceptance: within 2 points); ``matched`` fits L2X with the set's
+k and HardKuma at the rate k / n_features (its default) with the same seed and compares
+their true positive rates (HardKuma's for its gates and for its top-k).
 """
-
-import numpy as np
 
 from sk_sointer import HardKumaExplainer, L2XExplainer, metrics
 
 from ..harness.data import DATASETS, prepare
+from ..harness.ours import fit_and_explain
+from ..harness.quality import mask_quality
 from ..harness.study import Metric, Study, Table, percent, seeded
-from ..harness.timing import elapsed
+from .images import ran
 
 PROFILES = {
     "fast": dict(n_train=2_000, n_explain=200, n_black_box=None, n_timing=1_000, rates=(0.3,),
@@ -31,42 +27,30 @@ PROFILES = {
 }
 
 
-def _quality(data, masks):
-    relevant = data.relevant_explain
-    return {
-        "tpr": metrics.true_positive_rate(relevant, masks),
-        "fdr": metrics.false_discovery_rate(relevant, masks),
-        "mean_selected": float(np.mean(masks.sum(axis=1))),
-        "posthoc_acc": float(metrics.posthoc_accuracy(data.model, data.X_explain, masks,
-                                                      baseline="zero")),
-    }
-
-
-def _fit(explainer, data):
-    return elapsed(lambda: explainer.fit(data.X_train, black_box=data.model))[1]
-
-
 def measure(data, dataset, method, seed, profile, device, target_rate=None, k=None):
     params = {"random_state": seed, "device": str(device), **profile.params}
+
+    def fit(explainer):  # masks of the explained rows, fit and explain times
+        return fit_and_explain(explainer, data.X_train, data.model, data.X_explain)
+
     if method == "rate":
-        explainer = HardKumaExplainer(selection_rate=target_rate, **params)
-        fit_s = _fit(explainer, data)
-        masks = explainer.transform(data.X_explain)
+        hardkuma = HardKumaExplainer(selection_rate=target_rate, **params)
+        masks, timing = fit(hardkuma)
         return {"achieved_rate": float(masks.mean()),
-                "expected_rate": float(explainer.explain(data.X_explain).mean()),
-                "fit_s": fit_s, **_quality(data, masks)}
-    l2x = L2XExplainer(k=k, **params)
-    l2x_fit_s = _fit(l2x, data)
+                "expected_rate": float(hardkuma.explain(data.X_explain).mean()),
+                **timing, **mask_quality(DATASETS[dataset], data, masks, None)}
+    l2x_masks, l2x_timing = fit(L2XExplainer(k=k, **params))
     hardkuma = HardKumaExplainer(k=k, **params)  # selection_rate: k / n_features
-    hardkuma_fit_s = _fit(hardkuma, data)
-    top_k = hardkuma.transform(data.X_explain)
+    top_k, timing = fit(hardkuma)
     gates = hardkuma.set_params(k=None).transform(data.X_explain)
-    l2x_tpr = _quality(data, l2x.transform(data.X_explain))["tpr"]
-    gated = _quality(data, gates)
+    relevant = data.relevant_explain
+    l2x_tpr = metrics.true_positive_rate(relevant, l2x_masks)
+    tpr = metrics.true_positive_rate(relevant, gates)
     return {"target_rate": k / data.X_explain.shape[1], "l2x_tpr": l2x_tpr,
-            "l2x_fit_s": l2x_fit_s, "hardkuma_fit_s": hardkuma_fit_s,
-            "achieved_rate": float(gates.mean()), "tpr": gated["tpr"], "fdr": gated["fdr"],
-            "tpr_top_k": _quality(data, top_k)["tpr"], "tpr_gain": gated["tpr"] - l2x_tpr}
+            "l2x_fit_s": l2x_timing["fit_s"], "hardkuma_fit_s": timing["fit_s"],
+            "achieved_rate": float(gates.mean()), "tpr": tpr,
+            "fdr": metrics.false_discovery_rate(relevant, gates),
+            "tpr_top_k": metrics.true_positive_rate(relevant, top_k), "tpr_gain": tpr - l2x_tpr}
 
 
 def cases(dataset, methods, profile):
@@ -79,12 +63,10 @@ def cases(dataset, methods, profile):
 
 
 def caption(records, machine, profile):
-    return (f"HardKuma's benchmark, profile ``{profile.name}``: run on "
-            f"{machine.get('date', '?')} on {machine.get('cpu', '?')}, "
-            f"{machine.get('device', '?')}, {machine.get('threads', 1)} thread(s); "
-            f"{profile.n_train} training and {profile.n_explain} explained rows per set, "
-            "HardKuma and L2X at their defaults; mean ± standard deviation over "
-            f"{profile.seeds} seed(s). Rates and TPR in %.")
+    return ran("HardKuma's benchmark", machine, profile) + (
+        f"; {profile.n_train} training and {profile.n_explain} explained rows per set, "
+        "HardKuma and L2X at their defaults; mean ± standard deviation over "
+        f"{profile.seeds} seed(s). Rates and TPR in %.")
 
 
 STUDY = Study(

