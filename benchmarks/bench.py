@@ -4,17 +4,15 @@
     python benchmarks/bench.py STUDY --profile full    # the numbers of doc/benchmarks.rst
     python benchmarks/bench.py STUDY --render benchmarks/results/STUDY_full.json
 
-Writes ``benchmarks/results/<study>_<profile>.json`` (the scale study's name also holds the
-device: ``scale_<profile>_<device>.json``): machine, profile and the long records, saved
-after every measurement, and the RST tables next to it. ``--render`` runs nothing: it
-draws the tables of a results file.
+Writes ``benchmarks/results/<study>_<profile>.json`` (machine, profile and the records,
+saved after every measurement) and its RST tables next to it.
 """
 
 import os
 import sys
 
-# Small networks on a small shared CPU run far slower with several BLAS/OpenMP threads; this
-# must be set before numpy is imported. ``--threads`` raises the limits at run time.
+# Small networks on a shared CPU run far slower with several BLAS/OpenMP threads; set before
+# numpy is imported (``--threads`` raises the limits at run time).
 for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ.setdefault(_name, "1")
 
@@ -31,7 +29,6 @@ from benchmarks.harness.registry import METHODS  # noqa: E402
 
 STUDIES = ("synthetic", "hardkuma", "images", "meed", "text", "structured", "cluster", "scale",
            "tables", "tags", "segmentation")
-# The page that holds every study's tables, each between its markers (``Study.readme``).
 RESULTS_PAGE = Path(__file__).resolve().parents[1] / "doc" / "benchmarks.rst"
 
 
@@ -71,10 +68,8 @@ def parse_args(argv=None):
 
 
 def main(argv=None):
-    """Run the study and return its records or, with ``--render``, return the text of the
-    tables of a results file; either way print the tables and, with ``--update-doc``,
-    put the study's page tables (all it renders, or ``study.readme_tables``) between its
-    markers in doc/benchmarks.rst."""
+    """Run the study and return its records, or with ``--render`` the tables of a results
+    file; print the tables, and with ``--update-doc`` put them into doc/benchmarks.rst."""
     study, args = parse_args(argv)
     if args.render:
         records, machine, profile = report.load_study_results(args.render)
@@ -91,8 +86,8 @@ def main(argv=None):
 
 
 def run(study, args):
-    """Run what the arguments ask for, saving the records after each measurement; the
-    records (with those ``--merge`` keeps), the machine, the profile and the results file."""
+    """The records (with those ``--merge`` keeps), machine, profile and results file of a
+    run, saved after each measurement."""
     overrides = {name: getattr(args, name) for name in study.options}
     profile = study.profile(args.profile, seeds=args.seeds, datasets=args.datasets,
                             **overrides)

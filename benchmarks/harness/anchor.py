@@ -1,20 +1,11 @@
 """The anchors: each method's training as a plain torch loop, to measure the package's cost.
 
-An anchor reads an *unfitted* explainer's parameters and trains the same networks (built by
-the explainer's own network factories, seeded as ``fit`` seeds them, so they start from the
-same weights) with the same budget: epochs, batch size, optimizer class, learning rate and
-weight decay. Per step it does the method's arithmetic and nothing else: the rows and
-outputs are tensors resident on the device, a batch is a slice by a block of
-``torch.randperm`` indices, and the loss is brought back to the host once per epoch. What
-``fit`` adds on top (validation, the masker and output spec, skorch's loop, callbacks and
-history) is what the ratio of the two fit times shows.
-
-It imports public names of sk_sointer only: the few lines of the package's training it
-repeats (the seeding, the soft-target cross-entropy, REAL-X's random masks and cosine
-learning-rate decay) are written out here, so that an anchor never calls the code it is
-measured against. Only what the scale study runs is covered: outputs given as class
-probabilities (one categorical output), no feature groups, the default ``"mean"`` baseline
-and, for REAL-X, the default ``"sequential"`` schedule.
+An anchor reads an unfitted explainer's parameters and trains the same networks (its own
+factories, seeded as ``fit`` seeds them) with the same budget, doing the method's arithmetic
+and nothing else: device-resident tensors, batches sliced by ``torch.randperm`` blocks, the
+loss brought to the host once an epoch. It imports public names of sk_sointer only, so it
+never calls the code it is measured against. Covered: one categorical output given as
+probabilities, no groups, the ``"mean"`` baseline, REAL-X's ``"sequential"`` schedule.
 """
 
 import math
@@ -31,18 +22,8 @@ from sk_sointer.distributions import RebarBernoulli, SubsetConcrete
 
 @dataclass
 class AnchorFit:
-    """What an anchor's training gives back.
-
-    Attributes
-    ----------
-    loss : float
-        Mean training loss of the last epoch, weighted by batch rows: the quantity skorch
-        records as ``train_loss`` for the package's fit.
-    n_steps : int
-        Optimisation steps taken (both networks' steps for REAL-X).
-    modules : dict of str to torch.nn.Module
-        The trained networks, by the name of the explainer's factory.
-    """
+    """An anchor's training: the last epoch's mean loss (skorch's ``train_loss``), the
+    optimisation steps (both networks' for REAL-X) and the networks by factory name."""
 
     loss: float
     n_steps: int
@@ -71,9 +52,7 @@ def fit_l2x(explainer, X, outputs, device):
                 mask = SubsetConcrete(tau, selector(x), k).rsample()
                 logits = approximator(baseline + mask * (x - baseline))
                 loss = _soft_cross_entropy(logits, target).mean()
-                optimizer.zero_grad()
-                loss.backward()
-                optimizer.step()
+                _step(optimizer, loss)
                 total += loss.detach() * len(index)
                 n_steps += 1
     return AnchorFit(_epoch_mean(total, n_rows, params["batch_size"]), n_steps,
@@ -118,9 +97,7 @@ def fit_realx(explainer, X, outputs, device):
                     x, target = X_t[index], targets[index]
                     masks = (torch.rand(len(index), n_features, device=device) < 0.5).float()
                     loss = _soft_cross_entropy(judge(x, masks), target).mean()
-                    predictor_optimizer.zero_grad()
-                    loss.backward()
-                    predictor_optimizer.step()
+                    _step(predictor_optimizer, loss)
                     total += loss.detach() * len(index)
                     n_steps += 1
                 continue
@@ -142,9 +119,7 @@ def fit_realx(explainer, X, outputs, device):
                     (f_hard - f_conditional).detach() * selection.log_prob(draw.hard)
                     + f_relaxed - f_conditional - alpha * sparsity
                 )
-                selector_optimizer.zero_grad()
-                (-surrogate.mean()).backward()
-                selector_optimizer.step()
+                _step(selector_optimizer, -surrogate.mean())
                 objective = (-f_hard.detach() + alpha * sparsity.detach()).mean()
                 total += objective * len(index)
                 n_steps += 1
@@ -202,6 +177,12 @@ def _optimizer(params, parameters, **options):
     optimizer = params["optimizer"]
     optimizer = _OPTIMIZERS[optimizer] if isinstance(optimizer, str) else optimizer
     return optimizer(parameters, lr=params["lr"], **options)
+
+
+def _step(optimizer, loss):
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
 
 
 def _batches(n_rows, batch_size, device):

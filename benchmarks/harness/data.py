@@ -1,4 +1,4 @@
-"""Data sets, the black box and its torch copy, and the EVAL-X evaluator."""
+"""The synthetic data sets, their black box and its torch copy, and the EVAL-X evaluator."""
 
 from dataclasses import dataclass, field
 
@@ -16,17 +16,10 @@ from .timing import elapsed
 TRAIN_SEED, EXPLAIN_SEED, TIMING_SEED, BLACK_BOX_SEED = 0, 1, 2, 3
 
 
-# Data sets
-# ---------
-
-
 @dataclass(frozen=True)
 class DatasetSpec:
-    """A synthetic data set and the k its masks are judged with.
-
-    ``base`` names the data set whose rows and black box are used (the encoding probe reuses
-    XOR's); ``probe`` marks the encoding probe, which runs our explainers only.
-    """
+    """A synthetic data set and the k its masks are judged with; the encoding probe
+    (``probe``) reuses the rows and black box of its ``base``."""
 
     name: str
     label: str
@@ -58,12 +51,8 @@ DATASETS = {
         DatasetSpec("switch_paper", "Switch (paper)", datasets.make_switch,
                     {"variant": "paper"}, 5),
         DatasetSpec("switch_code", "Switch (code)", datasets.make_switch, {"variant": "code"}, 5),
-        DatasetSpec("S1", "S1", datasets.make_control_flow, {"setting": "S1"}, 4,
-                    control_flow=True),
-        DatasetSpec("S2", "S2", datasets.make_control_flow, {"setting": "S2"}, 4,
-                    control_flow=True),
-        DatasetSpec("S3", "S3", datasets.make_control_flow, {"setting": "S3"}, 5,
-                    control_flow=True),
+        *[DatasetSpec(name, name, datasets.make_control_flow, {"setting": name}, k,
+                      control_flow=True) for name, k in [("S1", 4), ("S2", 4), ("S3", 5)]],
         # REAL-X's Lemma 1: with k = 1 on XOR no single feature says anything about the
         # label, so a predictor that does better than chance reads the choice of feature.
         DatasetSpec("xor_probe", "XOR, k = 1 (encoding probe)", datasets.make_xor, {}, 1,
@@ -71,18 +60,13 @@ DATASETS = {
     ]
 }
 
-
 # Seed of the scale study's rows, and the features their label depends on.
 DATA_SEED, N_RELEVANT = 0, 4
 
 
 def make_rows(n_rows, n_features, seed=DATA_SEED):
-    """N(0, 1) rows (float32) and the two-column probabilities of a label that depends on
-    the first four features: ``P(y = 1 | x) = sigmoid(2 x0 x1 + x2 - x3)``.
-
-    The rows are drawn in float32 directly, so a million rows of a thousand features take
-    4 GB and never a float64 draft of twice that.
-    """
+    """N(0, 1) float32 rows (drawn so, never in a float64 draft of twice the memory) and the
+    two-column probabilities of ``P(y = 1 | x) = sigmoid(2 x0 x1 + x2 - x3)``."""
     if n_features < N_RELEVANT:
         raise ValueError(f"n_features should be >= {N_RELEVANT}; got {n_features}.")
     X = np.random.default_rng(seed).standard_normal((n_rows, n_features), dtype=np.float32)
@@ -91,67 +75,41 @@ def make_rows(n_rows, n_features, seed=DATA_SEED):
     return X, np.column_stack([1 - proba, proba]).astype(np.float32)
 
 
-# The black box and its torch copy
-# --------------------------------
-
-
-def fit_black_box(X, y, *, random_state=0):
-    """The MLP every method explains, trained on sampled labels."""
-    return MLPClassifier(
-        hidden_layer_sizes=(200, 200, 200), early_stopping=True, random_state=random_state
-    ).fit(X, y)
-
-
 _ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "logistic": nn.Sigmoid, "identity": nn.Identity}
 
 
 class _BinaryProba(nn.Module):
-    """Both class probabilities from sklearn's single logistic output unit (class 1)."""
+    """``[1 - p, p]`` from the logistic output unit ``column``."""
 
-    def forward(self, logit):
-        positive = torch.sigmoid(logit)
-        return torch.cat([1 - positive, positive], dim=1)
-
-
-class _Column(nn.Module):
-    """One column of its input, kept two-dimensional."""
-
-    def __init__(self, column):
+    def __init__(self, column=0):
         super().__init__()
         self.column = column
 
-    def forward(self, x):
-        return x[:, self.column : self.column + 1]
+    def forward(self, logit):
+        positive = torch.sigmoid(logit[:, self.column : self.column + 1])
+        return torch.cat([1 - positive, positive], dim=1)
 
 
 def mlp_to_torch(model, *, label=None):
-    """A ``torch.nn.Sequential`` computing ``model.predict_proba`` with the same weights.
-
-    captum's gradient and sampling methods need a torch model; the copy returns the
-    probabilities of every class (two columns for a binary problem), in float32. For a
-    multi-label classifier, ``label`` picks one label: the copy returns its ``[1 - p, p]``,
-    the probabilities of a binary classifier of that label alone.
-    """
+    """A float32 ``torch.nn.Sequential`` computing a fitted ``MLPClassifier``'s
+    ``predict_proba`` (captum needs a torch model); for a multi-label one, the ``[1 - p, p]``
+    of the label ``label``."""
     check_is_fitted(model)
     if not isinstance(model, MLPClassifier):
         raise TypeError(f"mlp_to_torch needs a fitted MLPClassifier; got {type(model).__name__}.")
     layers = []
-    n_layers = len(model.coefs_)
     for i, (weight, bias) in enumerate(zip(model.coefs_, model.intercepts_)):
         linear = nn.Linear(*weight.shape)
         with torch.no_grad():
-            # sklearn computes X @ W, torch X @ W.T.
-            linear.weight.copy_(torch.as_tensor(weight.T))
+            linear.weight.copy_(torch.as_tensor(weight.T))  # sklearn computes X @ W
             linear.bias.copy_(torch.as_tensor(bias))
         layers.append(linear)
-        if i < n_layers - 1:
+        if i < len(model.coefs_) - 1:
             layers.append(_ACTIVATIONS[model.activation]())
     if model.out_activation_ == "softmax":
         layers.append(nn.Softmax(dim=1))
-    elif model.out_activation_ == "logistic" and model.n_outputs_ == 1:
-        layers.append(_BinaryProba())
-    elif model.out_activation_ == "logistic" and label is not None:
-        layers += [_Column(label), _BinaryProba()]
+    elif model.out_activation_ == "logistic" and (model.n_outputs_ == 1 or label is not None):
+        layers.append(_BinaryProba(0 if model.n_outputs_ == 1 else label))
     else:
         raise ValueError(
             f"mlp_to_torch supports binary and multiclass classifiers, and one label of a "
@@ -161,16 +119,16 @@ def mlp_to_torch(model, *, label=None):
     return nn.Sequential(*layers).eval()
 
 
-def train_torch(make_model, X, y, epochs, seed=TRAIN_SEED):
-    """A torch classifier of ``make_model()`` (built after seeding torch with ``seed``)
-    trained on its ``logits`` by cross-entropy, Adam at 1e-3 on 64-row batches; in eval
-    mode."""
+def train_torch(make_model, X, y, epochs, seed=TRAIN_SEED, *, batch_size=64, lr=1e-3,
+                weight_decay=0):
+    """``make_model()`` (built after seeding torch) trained on its ``logits`` by
+    cross-entropy with Adam on mini-batches; in eval mode."""
     torch.manual_seed(seed)
     model = make_model()
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
     X_t, y_t = torch.as_tensor(X), torch.as_tensor(y)
     for _ in range(epochs):
-        for batch in torch.randperm(len(X)).split(64):
+        for batch in torch.randperm(len(X)).split(batch_size):
             optimizer.zero_grad()
             torch.nn.functional.cross_entropy(model.logits(X_t[batch]), y_t[batch]).backward()
             optimizer.step()
@@ -178,7 +136,8 @@ def train_torch(make_model, X, y, epochs, seed=TRAIN_SEED):
 
 
 def check_torch_copy(model, net, X, *, atol=1e-5):
-    """Raise when the torch copy's probabilities differ from ``predict_proba`` by > atol."""
+    """The largest gap between the torch copy's probabilities and ``predict_proba``; raise
+    above ``atol``."""
     with torch.inference_mode():
         copied = net(torch.as_tensor(X, dtype=torch.float32)).numpy()
     gap = float(np.max(np.abs(copied - model.predict_proba(X))))
@@ -187,17 +146,10 @@ def check_torch_copy(model, net, X, *, atol=1e-5):
     return gap
 
 
-# Per data set: rows, black box, evaluator
-# ----------------------------------------
-
-
 @dataclass
 class Prepared:
-    """What every method of a data set shares: its rows, black box and EVAL-X evaluator.
-
-    ``proba_explain`` is the generator's P(y = 1 | x) of every explained row; ``cache``
-    keeps what later measurements of the data set compare with (masks of other seeds).
-    """
+    """What every method of a data set shares; ``proba_explain`` is the generator's
+    P(y = 1 | x), ``cache`` what later measurements compare with (other seeds' masks)."""
 
     X_train: np.ndarray
     X_explain: np.ndarray
@@ -216,7 +168,8 @@ class Prepared:
 
 
 def prepare(spec, profile, device, needs_evaluator):
-    """Draw the rows of ``spec``, train its black box and, if asked, its EVAL-X evaluator."""
+    """Draw the rows of ``spec``, train its black box (an MLP on sampled labels) and, if
+    asked, its EVAL-X evaluator."""
     X_train, y_train, _ = spec.draw(profile.n_train, TRAIN_SEED)
     X_explain, y_explain, relevant, proba_explain = spec.draw(
         profile.n_explain, EXPLAIN_SEED, return_proba=True
@@ -226,8 +179,9 @@ def prepare(spec, profile, device, needs_evaluator):
         X_black_box, y_black_box, _ = spec.draw(profile.n_black_box, BLACK_BOX_SEED)
     else:
         X_black_box, y_black_box = X_train, y_train
-    model, fit_s = elapsed(lambda: fit_black_box(X_black_box, y_black_box,
-                                                 random_state=TRAIN_SEED))
+    model, fit_s = elapsed(lambda: MLPClassifier(
+        hidden_layer_sizes=(200, 200, 200), early_stopping=True, random_state=TRAIN_SEED
+    ).fit(X_black_box, y_black_box))
     torch_model = mlp_to_torch(model)
     check_torch_copy(model, torch_model, X_explain)
     data = Prepared(
@@ -241,8 +195,8 @@ def prepare(spec, profile, device, needs_evaluator):
 
 
 def fit_evaluator(data, profile, device):
-    """Fit the EVAL-X evaluator of ``data`` (its ``X_train`` and ``model``) and store it,
-    its fit seconds and, when it fails, the error in ``data``."""
+    """Fit the EVAL-X evaluator of ``data`` and store it and its fit seconds, or its error,
+    in ``data``."""
     evaluator = metrics.EvalXEvaluator(
         random_state=TRAIN_SEED, device=str(device), **profile.params_for("evalx")
     )

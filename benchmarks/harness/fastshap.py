@@ -1,16 +1,10 @@
 """FastSHAP (Jethani et al., ICLR 2022), the amortized Shapley peer, written from the paper.
 
-A network ``phi(x)`` gives one attribution per feature and per output column; it is trained
-so that, for subsets ``S`` drawn from the Shapley kernel's distribution, ``1_S . phi(x)``
-matches the model's value gain ``v_x(S) - v_x(empty)``, where ``v_x(S)`` is the model on ``x``
-with the features outside ``S`` at the training mean (the fill every fidelity here uses).
-Each training row gets ``n_subsets`` subsets drawn in pairs (a subset and its complement,
-the paper's paired sampling), asked of the model once before training. The efficiency
-normalisation adds to every feature an equal share of what ``phi`` leaves unexplained of
-``v_x(all) - v_x(empty)``, so the attributions sum to it exactly.
-
-Explaining a row costs one forward pass and one query of the model (``v_x(all)``, for the
-normalisation).
+A network ``phi(x)`` (an attribution a feature and output column) is trained so that
+``1_S . phi(x)`` matches ``v_x(S) - v_x(empty)``, the model on ``x`` with the features
+outside ``S`` at the training mean, for ``n_subsets`` paired subsets a training row drawn
+from the Shapley kernel. The efficiency normalisation makes the attributions sum to
+``v_x(all) - v_x(empty)``. A row costs one forward pass and one query of the model.
 """
 
 import time
@@ -22,16 +16,12 @@ from torch import nn
 from .data import EXPLAIN_SEED
 from .peers import combine_outputs, explained_outputs
 
-N_SUBSETS = 32
-EPOCHS = 200
-BATCH_SIZE = 64
-HIDDEN = 128
+N_SUBSETS, EPOCHS, BATCH_SIZE, HIDDEN = 32, 200, 64, 128
 
 
 def shapley_subsets(rng, n_rows, n_features, n_subsets):
-    """``n_subsets`` subsets a row (``(n_rows, n_subsets, n_features)`` bool), in pairs: a
-    size from the Shapley kernel's distribution ``p(s) ∝ (d - 1) / (s (d - s))`` over
-    ``1 .. d - 1``, a uniform subset of that size, then its complement."""
+    """``(n_rows, n_subsets, n_features)`` bool, in pairs: a size drawn with
+    ``p(s) ∝ (d - 1) / (s (d - s))``, a uniform subset of that size, then its complement."""
     sizes = np.arange(1, n_features)
     weights = (n_features - 1) / (sizes * (n_features - sizes))
     n_pairs = n_subsets // 2
@@ -42,14 +32,11 @@ def shapley_subsets(rng, n_rows, n_features, n_subsets):
 
 
 def _values(outputs, rows):
-    """Every output column the peers explain, side by side: ``(n_rows, n_columns)``."""
     return np.hstack([np.asarray(output.values(rows), dtype=np.float64) for output in outputs])
 
 
 def fastshap(data, profile, device):
-    """FastSHAP's attributions of the explained rows: for each output, the column of its
-    explained class (:func:`~.peers.explained_outputs`), combined over outputs as the other
-    peers' are."""
+    """FastSHAP's attributions of the explained rows, of each output's explained column."""
     X_train, X = data.X_train, data.X_explain
     outputs = explained_outputs(data.model, X)
     rng = np.random.RandomState(EXPLAIN_SEED)
@@ -89,13 +76,11 @@ def fastshap(data, profile, device):
     explain_s = time.perf_counter() - start
     per_output, first = [], 0
     for output in outputs:
-        width = np.asarray(output.values(X[:1])).shape[1]
         per_output.append(phi[np.arange(len(X)), :, first + output.columns])
-        first += width
+        first += np.asarray(output.values(X[:1])).shape[1]
     return combine_outputs(per_output), setup_s, explain_s
 
 
 def _normalised(phi, total):
-    """The additive efficient normalisation: ``phi`` plus an equal share a feature of what it
-    leaves unexplained of ``total`` (``(rows, columns)``)."""
+    """``phi`` plus an equal share a feature of what it leaves unexplained of ``total``."""
     return phi + ((total - phi.sum(dim=1)) / phi.shape[1]).unsqueeze(1)

@@ -7,8 +7,7 @@ from .timing import best_time, elapsed, throughput_ratio
 
 
 def build_explainer(method, spec, profile, device):
-    """The method's estimator with the k it is judged with on ``spec`` and the profile's
-    parameters, seeded with :data:`~.data.TRAIN_SEED`."""
+    """The method's estimator with its k on ``spec`` and the profile's parameters."""
     params = {"random_state": TRAIN_SEED, "device": str(device),
               **profile.params_for(method.params_key)}
     return method.estimator(k=method.k_for(spec), **params)
@@ -30,8 +29,8 @@ def run_amortized(method, spec, data, profile, device):
 
 
 def fit_and_explain(explainer, X_train, black_box, X_explain):
-    """Fit ``explainer`` on ``X_train``, then its masks of ``X_explain``; with the fit
-    seconds and the milliseconds a row of ``transform`` (best of 3)."""
+    """The masks of ``X_explain`` after fitting on ``X_train``, with the fit seconds and the
+    milliseconds a row of ``transform`` (best of 3)."""
     fit_s = elapsed(lambda: explainer.fit(X_train, black_box=black_box))[1]
     masks = explainer.transform(X_explain)
     explain_s = best_time(lambda: explainer.transform(X_explain), 3, warmup=0)
@@ -39,8 +38,7 @@ def fit_and_explain(explainer, X_train, black_box, X_explain):
 
 
 def recorded_params(explainer):
-    """The explainer's parameters that JSON holds as they are. The defaults are still being
-    tuned, so every record keeps the values it ran with."""
+    """The parameters JSON holds as they are: every record keeps the values it ran with."""
     return {name: value for name, value in explainer.get_params(deep=False).items()
             if isinstance(value, (bool, int, float, str, type(None)))}
 
@@ -53,13 +51,9 @@ def masks_with_seed(method, spec, data, profile, device, seed):
 
 
 def own_predictor(explainer, X, y, masks):
-    """The method's own judge on its own masks (L2X's approximator, REAL-X's predictor).
-
-    Compared output by output (the class of a categorical output, the side of 0.5 of a
-    Bernoulli one), so any number of classes works. ``own_agreement`` is the agreement with
-    the black box on the full rows, which that judge was trained to match; ``own_acc`` the
-    agreement with the true labels ``y``, comparable with EVAL-X's eACC.
-    """
+    """The method's own judge on its masks, output by output: its agreement with the black
+    box on the full rows (``own_agreement``, what it was trained to match) and with the true
+    labels (``own_acc``, comparable with EVAL-X's eACC)."""
     spec = explainer.output_spec_
     own = explainer.predict_masked(X, masks)
     return {

@@ -1,4 +1,4 @@
-"""How every method's masks are judged: ground truth, post-hoc accuracy and EVAL-X, and
+"""How masks are judged: ground truth, post-hoc accuracy, EVAL-X and
 :func:`sk_sointer.metrics.evaluate`'s report."""
 
 import numpy as np
@@ -8,15 +8,13 @@ from sk_sointer import metrics
 from .data import EXPLAIN_SEED
 from .study import Metric, percent
 
-# What :func:`evaluate` reports of any mask set, of ranked features (their scores) and of
-# our explainers (their masks of noisy copies of the rows).
+# evaluate's entries of any mask set, of ranked features (their scores) and of our explainers.
 MASK_ENTRIES = ("fidelity_kept", "fidelity_removed", "road_kept", "road_removed",
                 "features_per_row")
 CURVE_ENTRIES = ("insertion_auc", "deletion_auc")
 OUR_ENTRIES = (*MASK_ENTRIES, *CURVE_ENTRIES, "mask_change")
 # Rows from which fitting ours once costs less than a per-row peer (a derived metric).
 BREAK_EVEN = "break_even_rows"
-# How the studies show evaluate's entries and the break-even rows.
 EVALUATION_METRICS = {
     "fidelity_kept": percent("Fidelity\nkept", ""),
     "fidelity_removed": percent("Fidelity\nremoved", ""),
@@ -32,11 +30,8 @@ EVALUATION_METRICS = {
 
 
 def mask_quality(spec, data, masks, evaluator):
-    """Ground-truth, post-hoc and EVAL-X metrics of one method's masks.
-
-    Post-hoc accuracy fills left-out features with 0 (``baseline="zero"``), the papers'
-    zero-filling on their N(0, 1) data, so the numbers compare with theirs.
-    """
+    """Ground-truth, post-hoc and EVAL-X metrics of one method's masks; post-hoc accuracy
+    fills left-out features with 0, as the papers do on their N(0, 1) data."""
     relevant = data.relevant_explain
     out = {
         "median_rank": metrics.median_rank(relevant, masks),
@@ -55,16 +50,15 @@ def mask_quality(spec, data, masks, evaluator):
         out.update(eacc=scores.get("eACC"), eauroc=scores.get("eAUROC"), enll=scores.get("eNLL"))
         proba = binary_proba(data)
         if proba is not None:
-            # The same accuracy in expectation over the labels: the generator's probability
-            # of EVAL-X's predicted class, which removes the noise of the sampled labels.
+            # The accuracy in expectation over the labels, free of their sampling noise.
             predicted = evaluator.predict_masked(data.X_explain, masks)[:, 1] > 0.5
             out["eacc_expected"] = float(np.mean(np.where(predicted, proba, 1 - proba)))
     return out
 
 
 def binary_proba(data):
-    """The generator's P(y = 1 | x) of the explained rows when the labels are binary, else
-    ``None`` (no generator probability, or one per class)."""
+    """The generator's P(y = 1 | x) of the explained rows if the labels are binary, else
+    ``None``."""
     proba = data.proba_explain
     if proba is None or np.ndim(proba) != 1:
         return None
@@ -72,14 +66,9 @@ def binary_proba(data):
 
 
 def evaluation(data, profile, explanation, entries, *, baseline=None, scores=None):
-    """The ``entries`` of :func:`sk_sointer.metrics.evaluate` of the explained rows of
-    ``data`` in one call: of an explainer (its own masks, baseline, scores and black box),
-    or of a mask set (left-out features at ``baseline``, ``data.model`` queried, the curves
-    along ``scores``).
-
-    ROAD's Gaussian is fitted on the training rows, the curves have ``profile.eval_steps``
-    steps and ``mask_change`` reads ``profile.n_perturbations`` noisy copies of each row.
-    """
+    """The ``entries`` of :func:`sk_sointer.metrics.evaluate` on the explained rows, of an
+    explainer (its own masks, baseline and black box) or of masks (left-out features at
+    ``baseline``, ``data.model`` queried, the curves along ``scores``)."""
     own = hasattr(explanation, "masker_")
     report = metrics.evaluate(
         explanation, None if own else data.model, data.X_explain,

@@ -1,15 +1,7 @@
-"""The methods the harness benchmarks: one :class:`Method` entry each, in table order.
+"""The methods the harness benchmarks, in table order: adding a method is adding a
+:class:`Method` to :data:`METHODS`."""
 
-An entry is all the harness knows about a method: the label of its table rows, the package
-it needs, how to build it (our amortized explainers: an estimator fitted once) or run it
-(the per-row peers: an attribution function), the k its masks are judged with, and the key
-of its parameters in a profile. Adding a method is adding an entry to :data:`METHODS`.
-
-Methods that explain one output of a multi-output black box given whole (SOInter, with
-``target_output=True``) run only in the structured-output benchmark (:mod:`.structured`);
-the single-output benchmarks leave them out.
-"""
-
+import functools
 import importlib
 from dataclasses import dataclass
 from typing import Callable
@@ -22,47 +14,24 @@ from .peers import run_peer
 
 
 def dataset_k(spec):
-    """The data set's k: the top-k of the method's scores or attributions."""
     return spec.k
 
 
 def thresholded_on_control_flow(spec):
-    """The method's own thresholded selection (``k=None``) on the control-flow sets S1-S3,
-    as in REAL-X's Table 1; the data set's k elsewhere."""
+    """The method's own thresholded selection on S1-S3, as in REAL-X's Table 1."""
     return None if spec.control_flow else spec.k
 
 
 @dataclass(frozen=True)
 class Method:
-    """One method of the benchmark.
+    """One method: ours build an explainer (``estimator(k=..., **params)``, the parameters
+    under ``params_key`` of a profile), a peer attributes (``attribute(data, profile,
+    device)`` -> attributions, setup and explanation seconds, see :mod:`.peers`).
 
-    Attributes
-    ----------
-    name : str
-        Key in :data:`METHODS`, in the records and on the command line.
-    label : str
-        The method's name in the tables.
-    package : str
-        The module the method needs; a method whose package cannot be imported is skipped,
-        not failed.
-    estimator : callable, default=None
-        Ours: called as ``estimator(k=..., **params)`` to build the explainer (its class).
-    attribute : callable, default=None
-        A peer: ``attribute(data, profile, device)`` returns the attributions of the
-        explained rows, the setup seconds and the explanation seconds (see
-        :mod:`.peers`). Exactly one of ``estimator`` and ``attribute`` is given.
-    params_key : str, default=None
-        Key of ``Profile.explainer_params`` holding the parameters of ``estimator``.
-    k_for : callable, default=dataset_k
-        ``k_for(spec)``: the k the method's masks have on a data set; ``None`` for the
-        method's own thresholded selection.
-    requires : str, default=None
-        An attribute of ``package`` the method needs (a class that not every version
-        has); without it the method is skipped, like one whose package is missing.
-    target_output : bool, default=False
-        Ours that explain one output of a multi-output black box: ``estimator`` also
-        takes ``target=`` and is fitted on the whole model.
-    """
+    ``k_for(spec)`` is the k of its masks on a data set (``None``: its own threshold). A
+    method whose ``package`` (or its attribute ``requires``) is missing is skipped.
+    ``target_output``: ours that explain one output of a multi-output black box given whole
+    (``estimator`` also takes ``target=``); only the structured study runs them."""
 
     name: str
     label: str
@@ -81,13 +50,12 @@ class Method:
 
     @property
     def amortized(self):
-        """Whether the method is one of ours: fitted once, then a forward pass a row, with
-        a judge of its own (so it also runs on the encoding probe)."""
+        """Whether the method is one of ours: fitted once, then a forward pass a row."""
         return self.estimator is not None
 
     def run(self, spec, data, profile, device):
-        """The method's masks of the explained rows of ``data``, its timing fields and what
-        explains them: the fitted explainer (ours) or the attributions (a peer)."""
+        """The masks of the explained rows, the timing fields and the fitted explainer (ours)
+        or the attributions (a peer)."""
         runner = run_amortized if self.amortized else run_peer
         return runner(self, spec, data, profile, device)
 
@@ -98,16 +66,8 @@ def _meed_feedback(**params):
 
 
 def _sointer(**params):
-    # Looked up when called, so that the registry imports with a sk_sointer that has no
-    # SOInterExplainer (the entry's ``requires`` then skips the method).
+    # Looked up when called: without SOInterExplainer, ``requires`` skips the method.
     return sk_sointer.SOInterExplainer(**params)
-
-
-def _sointer_baseline(**params):
-    # SOInter as its docstring advises when the masks will be read at the baseline (the
-    # post-hoc accuracy of the benchmarks): the model queried with the left-out features
-    # at the baseline, not at the values of random rows.
-    return sk_sointer.SOInterExplainer(fill="baseline", **params)
 
 
 METHODS = {
@@ -126,9 +86,11 @@ METHODS = {
                estimator=_meed_feedback, params_key="meed"),
         Method("sointer", "SOInter", "sk_sointer", estimator=_sointer, params_key="sointer",
                requires="SOInterExplainer", target_output=True),
+        # As SOInter's docstring advises when its masks are read at the baseline (post-hoc
+        # accuracy): the model queried with the left-out features there.
         Method("sointer_baseline", "SOInter (fill=baseline)", "sk_sointer",
-               estimator=_sointer_baseline, params_key="sointer", requires="SOInterExplainer",
-               target_output=True),
+               estimator=functools.partial(_sointer, fill="baseline"), params_key="sointer",
+               requires="SOInterExplainer", target_output=True),
         Method("shap_kernel", "KernelSHAP (shap)", "shap", attribute=peers.shap_kernel),
         Method("lime", "LIME", "lime", attribute=peers.lime_tabular),
         Method("saliency", "Saliency (captum)", "captum", attribute=peers.saliency),
@@ -141,9 +103,8 @@ METHODS = {
 
 
 def method_names(*, amortized=None, target_output=False):
-    """Names of the registered methods, in table order; only ours (``amortized=True``) or
-    only the peers (``False``) on request. By default without the methods that explain one
-    output of a multi-output model (``target_output=True``: only those; ``None``: all)."""
+    """Registered names in table order: ours only (``amortized=True``) or the peers only
+    (``False``); by default without the ``target_output`` methods (``None``: with them)."""
     return [name for name, method in METHODS.items()
             if (amortized is None or method.amortized == amortized)
             and (target_output is None or method.target_output == target_output)]

@@ -1,5 +1,5 @@
-"""Results: the machine description, JSON files of records, and the RST tables of
-doc/benchmarks.rst."""
+"""The machine description, the JSON results files and the one renderer: the records pivoted
+into the RST tables of doc/benchmarks.rst, mean ± spread over seeds."""
 
 import datetime
 import importlib.metadata
@@ -21,13 +21,10 @@ from .registry import peer_packages
 from .study import Profile
 
 RESULTS_DIR = Path(__file__).resolve().parents[1] / "results"
-
-README_START = ".. results-table-start"
-README_END = ".. results-table-end"
-
-
-# Machine description and saving
-# ------------------------------
+README_START, README_END = ".. results-table-start", ".. results-table-end"
+_DASH = "–"
+_FAILED = "failed"  # the cause is in the record: a long message would widen the column
+_ROW_HEADERS = {"dataset": "Data set", "method": "Method"}
 
 
 def _cpu_name():
@@ -71,12 +68,17 @@ def hardware(machine):
     return machine["gpu"] or f"{machine['cpu']} CPU, {threads}"
 
 
+def run_on(machine):
+    """``run on <date> on <hardware>, torch <version>``, for a caption."""
+    return f"run on {machine['date'][:10]} on {hardware(machine)}, torch {machine['torch']}"
+
+
 def _jsonable(value):
     if isinstance(value, dict):
         return {key: _jsonable(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
         return [_jsonable(item) for item in value]
-    if isinstance(value, (np.integer,)):
+    if isinstance(value, np.integer):
         return int(value)
     if isinstance(value, (float, np.floating)):
         value = float(value)
@@ -87,13 +89,12 @@ def _jsonable(value):
 
 
 def save_results(path, records, machine, profile, study):
-    """Write ``{"study", "machine", "profile", "records"}`` as JSON, atomically (a crash
-    keeps the previous complete file)."""
+    """Write ``{"study", "machine", "profile", "records"}`` as JSON, a record a line,
+    atomically (a crash keeps the previous complete file)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     head = {"study": study, "machine": machine, "profile": dict(profile), "records": []}
     text = json.dumps(_jsonable(head), indent=1, allow_nan=False)
-    # One record a line: a file of ten thousand records stays small and diffs line by line.
     lines = ",\n".join("  " + json.dumps(_jsonable(r), allow_nan=False) for r in records)
     text = text[: text.rindex("[]")] + ("[\n" + lines + "\n ]" if records else "[]") + "\n}"
     tmp = path.with_name(path.name + ".tmp")
@@ -105,12 +106,6 @@ def load_study_results(path):
     """The long records, machine and profile of a study's results file."""
     payload = json.loads(Path(path).read_text(encoding="utf-8"))
     return payload["records"], payload["machine"], Profile(payload["profile"])
-
-
-# Reports
-# -------
-
-_DASH = "–"
 
 
 def _grid_table(title, header, rows):
@@ -133,15 +128,10 @@ def _grid_table(title, header, rows):
     return [f".. table:: {title}", "", *("   " + text for text in body)]
 
 
-# The cause is in the JSON record; a long message would widen the whole column.
-_FAILED = "failed"
-
-
 def replace_between_markers(text, block, start_marker=README_START, end_marker=README_END,
                             section=None):
-    """``text`` with the lines between the two marker lines replaced by ``block``. Where it
-    has no start marker and ``section`` is given, the markers and the block go at the end of
-    the section of that title (before the next title)."""
+    """``text`` with ``block`` between the two marker lines; where it has no start marker,
+    the markers go at the end of the section titled ``section``, if given."""
     lines = text.splitlines(keepends=True)
     stripped = [line.rstrip("\r\n") for line in lines]
     if section is not None and start_marker not in stripped:
@@ -180,20 +170,9 @@ def update_readme(path, block, start_marker=README_START, end_marker=README_END,
                     encoding="utf-8")
 
 
-# The one renderer of studies (harness/study.py)
-# ----------------------------------------------
-
-
-def _spread(values, kind):
-    if kind == "range":
-        return float(np.ptp(values))
-    return float(np.std(values, ddof=1 if kind == "sd" else 0))
-
-
 def render(study, records, machine, profile, titles=None):
-    """RST text of a study's records: its caption, then each of its tables (a pivot of the
-    records, mean ± spread over seeds in every cell), then its notes; with ``titles``, only
-    the tables of these titles."""
+    """RST text of a study's records: its caption, its tables and its notes; with
+    ``titles``, only the tables of these titles."""
     if study.postprocess is not None:
         records = study.postprocess(records)
     # A caption breaks between words only: "Post-hoc" stays whole.
@@ -209,58 +188,51 @@ def render(study, records, machine, profile, titles=None):
 
 
 def _pivot(study, table, records, profile):
-    wanted = {"error", *(table.metrics if table.columns == "metric" else table.metrics[:1])}
+    by_metric = table.columns == "metric"
+    wanted = {"error", *(table.metrics if by_metric else table.metrics[:1])}
     where = table.where if callable(table.where) else (
         lambda r: all(r.get(key) == value for key, value in table.where.items()))
-    # Values of the data sets themselves (method None) only in a table that asks for them.
     of_data = isinstance(table.where, dict) and "method" in table.where
     chosen = [r for r in records if (r["method"] is not None or of_data)
               and r["metric"] in wanted and where(r)]
     if not chosen:
         return []
-    by_metric = table.columns == "metric"
     columns = list(table.metrics) if by_metric else list(dict.fromkeys(
         r[table.columns] for r in chosen))
+    metric_of = {column: column if by_metric else table.metrics[0] for column in columns}
     cells, firsts = {}, {}
     for r in chosen:
         row = tuple(r.get(key) for key in table.rows)
         firsts.setdefault(row, r)
-        column = r["metric"] if by_metric else r[table.columns]
-        cells.setdefault(row, {}).setdefault(column, []).append(r)
+        by_column = cells.setdefault(row, {})
+        by_column.setdefault(r["metric"] if by_metric else r[table.columns], []).append(r)
         if r["metric"] == "error" and by_metric:
             for metric in columns:
-                cells[row].setdefault(metric, []).append(r)
+                by_column.setdefault(metric, []).append(r)
+    # A method's cell may depend on the data set (its k there): only in rows of one.
+    own_cell = study.method_cell and "dataset" in table.rows
     body, previous = [], None
     for row, by_column in cells.items():
-        # A method's cell may depend on the data set (its k there): only in rows of one.
-        own_cell = study.method_cell and "dataset" in table.rows
         shown = [study.method_cell(firsts[row]) if key == "method" and own_cell
                  else _row_label(study, key, value) for key, value in zip(table.rows, row)]
         if previous is not None and row[0] == previous:
             shown[0] = ""
         previous = row[0]
-        body.append([*shown, *[_format_cell(study, by_column.get(column, []),
-                                            column if by_metric else table.metrics[0],
-                                            table.spread)
-                               for column in columns]])
+        body.append([*shown, *[_format_cell(study, by_column.get(column, []), metric_of[column],
+                                            table.spread) for column in columns]])
     if table.mean_row:  # the mean over rows of every column's cell means, all present
         means = []
         for column in columns:
-            metric = column if by_metric else table.metrics[0]
             row_means = [np.mean([r["value"] for r in by_column.get(column, [])
-                                  if r["metric"] == metric and r["value"] is not None] or [np.nan])
-                         for by_column in cells.values()]
+                                  if r["metric"] == metric_of[column] and r["value"] is not None]
+                                 or [np.nan]) for by_column in cells.values()]
             means.append(_DASH if np.isnan(row_means).any() else _shown(
-                study.metrics[metric], float(np.mean(row_means))))
+                study.metrics[metric_of[column]], float(np.mean(row_means))))
         body.append(["Mean", *[""] * (len(table.rows) - 1), *means])
     header = [table.labels.get(key, _ROW_HEADERS.get(key, key)) for key in table.rows]
     header += ([table.labels.get(metric, _metric_header(study, metric)) for metric in columns]
-               if by_metric
-               else [study.label(column) for column in columns])
+               if by_metric else [study.label(column) for column in columns])
     return _grid_table(table.title.format(**profile), header, body)
-
-
-_ROW_HEADERS = {"dataset": "Data set", "method": "Method"}
 
 
 def _row_label(study, key, value):
@@ -293,6 +265,12 @@ def _format_cell(study, records, name, spread=True):
     if len(set(values)) > 1 and study.spread and spread:
         text += " ± " + _shown(metric, _spread(values, study.spread), spread=True)
     return text
+
+
+def _spread(values, kind):
+    if kind == "range":
+        return float(np.ptp(values))
+    return float(np.std(values, ddof=1 if kind == "sd" else 0))
 
 
 def _shown(metric, value, spread=False):

@@ -1,13 +1,6 @@
-"""A study: a declaration of what to measure, the one run loop and the long-format record.
-
-A :class:`Study` names its data sets, its methods (registry keys, or names of its own for
-references such as random masks), how to prepare a data set (rows, black box, evaluator),
-how to measure one method with one seed on it, its metrics and tables, and two profiles
-(``fast`` for CI, ``full`` for doc/benchmarks.rst) as plain dictionaries. :func:`run` goes over data
-sets x methods x seeds and turns every measurement into long records (:func:`records_of`):
-one per metric, with the study, data set, method, seed, metric, value and unit, plus free
-context (k, parameters, an error). :func:`.report.render` draws the tables from them.
-"""
+"""A study's declaration (:class:`Study`), the one run loop over data sets x methods x seeds,
+and the long record: one a metric, with the study, data set, method, seed, metric, value and
+unit, plus free context (k, parameters, an error)."""
 
 import traceback
 from dataclasses import dataclass, field
@@ -24,11 +17,8 @@ RECORD_KEYS = ("study", "dataset", "method", "seed", "metric", "value", "unit")
 
 
 class Profile(dict):
-    """A profile: plain values by name, also read as attributes (``profile.n_train``).
-
-    ``explainer_params`` (a dict by registry ``params_key``) holds what a profile changes in
-    our explainers; :meth:`params_for` reads it.
-    """
+    """Plain values by name, also read as attributes (``profile.n_train``);
+    ``explainer_params`` holds our explainers' parameters by registry ``params_key``."""
 
     def __getattr__(self, key):
         try:
@@ -45,10 +35,9 @@ class Profile(dict):
 
 @dataclass(frozen=True)
 class Metric:
-    """How a metric is shown: its column label, unit, the factor from the recorded value to
-    the shown one and the format of the shown one (a format spec, or a function of the shown
-    value that gives its text); ``cell(values)``, if given, the text of a cell from its
-    values (one a seed) instead of their mean ± spread."""
+    """How a metric is shown: ``scale`` takes the recorded value to the shown one, ``fmt`` is
+    a format spec or a function of the shown value; ``cell(values)``, if given, draws a cell
+    from its values (one a seed) instead of their mean ± spread."""
 
     label: str
     unit: str = ""
@@ -64,15 +53,13 @@ def percent(label, unit="%", fmt=".1f"):
 
 @dataclass(frozen=True)
 class Table:
-    """A pivot of the records: one row per distinct value of the ``rows`` fields, one column
-    per metric (``columns="metric"``) or per distinct value of the field ``columns`` (one
-    metric then). ``where`` keeps the records whose fields have the given values (or, a
-    function, those it is true of); ``labels``
-    names row fields and metrics in this table's header where the study's names do not fit.
-    The values of data sets themselves (``method=None``) are shown only where ``where`` names
-    the method. ``mean_row`` adds the mean over rows of each column; the title is formatted
-    with the profile's values. ``spread=False`` shows the means alone (a table whose cells
-    pool several data sets, where the study's spread over seeds would mean nothing)."""
+    """A pivot of the records: a row per distinct value of the ``rows`` fields, a column per
+    metric (``columns="metric"``) or per value of the field ``columns`` (one metric then).
+
+    ``where`` keeps the records whose fields have the given values (or, a function, those it
+    is true of); the values of data sets (``method=None``) are shown only where it names the
+    method. ``labels`` overrides header names; the title is formatted with the profile.
+    ``spread=False`` shows the means alone (cells that pool several data sets)."""
 
     title: str
     metrics: tuple
@@ -86,31 +73,23 @@ class Table:
 
 @dataclass(frozen=True)
 class Study:
-    """What a study measures; see the module docstring.
+    """What a study measures.
 
-    ``datasets(profile)`` gives the data set names; ``prepare(dataset, profile, device)``
-    what every method shares on one (data sets with the same ``share(dataset)`` share one
-    preparation, of that name); ``measure(data, dataset, method, seed, profile, device,
-    **context)`` a dict whose numbers are metrics and whose other values are context.
-    ``cases(dataset, methods, profile)`` gives the ``(method, context)`` pairs run on a data
-    set (every method by default), ``seeds(method, profile)`` the seeds of a method
-    (``None``: a single run), ``dataset_values(data)`` metrics of the data set itself
-    (recorded with ``method=None``). ``options`` are command-line options that override a
-    profile value (``{"widths": {"type": int, "nargs": "+"}}``). ``spread`` is ``"sd"``
-    (sample standard deviation), ``"std"`` (population), ``"range"`` (max - min) or ``None``
-    (the mean alone).
-    ``default_methods`` run when none are asked for (default: all of ``methods``).
-    ``readme`` holds the lines that mark its table in doc/benchmarks.rst, the page of every
-    study's tables (and optionally the title of the section whose end takes them when the
-    page has none), ``readme_tables`` the
-    titles of the tables that go there (default: the whole report).
-    ``results_name`` names its results file (without ``.json``), formatted with the
-    ``study``, the ``profile`` and the ``device`` it ran on. ``method_cell(record)``,
-    if given, names a row's method from its first record in the tables whose rows hold the
-    data set (the others show the method's label).
-    ``caption(records, machine, profile)`` gives the text above the tables, ``notes`` (same
-    arguments) lines below them. ``postprocess(records)`` gives the records the tables and
-    notes are drawn from (metrics derived from others, an order of its own).
+    - ``datasets(profile)``: data set names; ``prepare(name, profile, device)``: what every
+      method shares on one (data sets of the same ``share(dataset)`` share one preparation);
+    - ``measure(data, dataset, method, seed, profile, device, **context)``: a dict whose
+      numbers are metrics and whose other values are context;
+    - ``cases(dataset, methods, profile)``: the ``(method, context)`` pairs run on a data set;
+      ``seeds(dataset, method, profile)`` (``[None]``: one run); ``dataset_values(data,
+      dataset)``: metrics of the data set itself (recorded with ``method=None``);
+    - ``options``: command-line options that override a profile value; ``spread``: ``"sd"``,
+      ``"std"`` (population), ``"range"`` or ``None``;
+    - ``readme``: the marker lines of its tables in doc/benchmarks.rst (and optionally the
+      section that takes them when the page has none), ``readme_tables`` the titles put there;
+    - ``results_name``: formatted with ``study``, ``profile`` and ``device``;
+      ``method_cell(record)``: a method's cell in the tables whose rows hold the data set;
+    - ``caption`` and ``notes(records, machine, profile)``: text above and lines below the
+      tables; ``postprocess(records)``: the records they are drawn from.
     """
 
     name: str
@@ -152,29 +131,40 @@ class Study:
 
 
 def seeded(ours):
-    """A study's ``seeds``: ``random_state`` 0 to ``profile.seeds`` - 1 for the methods that
-    ``ours(method)`` holds for, one run (``None``) for the others."""
+    """A study's ``seeds``: 0 to ``profile.seeds`` - 1 where ``ours(method)``, else one run."""
     return lambda dataset, method, profile: (list(range(profile.seeds)) if ours(method)
                                              else [None])
 
 
+def with_references(*references, context=lambda dataset, profile: {}):
+    """A study's ``cases``: every method asked for, then the ``references`` (run always),
+    all with the data set's ``context(dataset, profile)``."""
+
+    def cases(dataset, methods, profile):
+        shared = context(dataset, profile)
+        return [(method, shared) for method in dict.fromkeys([*methods, *references])]
+    return cases
+
+
+def _record(study, dataset, method, seed, metric, value, **context):
+    return {"study": study.name, "dataset": dataset, "method": method, "seed": seed,
+            "metric": metric, "value": value, "unit": study.unit(metric), **context}
+
+
 def records_of(study, dataset, method, seed, values, **context):
-    """The long records of one measurement: one per number in ``values``; its other values
-    join the context. ``None`` values are left out (nothing was measured)."""
+    """A record per number of ``values`` that is not ``None``; its other values join the
+    context."""
     context = {**context, **{key: value for key, value in values.items()
                              if not _is_number(value)}}
-    return [{"study": study.name, "dataset": dataset, "method": method, "seed": seed,
-             "metric": metric, "value": value, "unit": study.unit(metric), **context}
+    return [_record(study, dataset, method, seed, metric, value, **context)
             for metric, value in values.items() if _is_number(value) and value is not None]
 
 
 def error_record(study, dataset, method, seed, exc, **context):
-    """The record of a failed measurement: metric ``"error"``, its type and message, the
-    last 8 lines of its traceback."""
-    return {"study": study.name, "dataset": dataset, "method": method, "seed": seed,
-            "metric": "error", "value": None, "unit": "", **context,
-            "error": f"{type(exc).__name__}: {exc}", "traceback": "\n".join(
-                "".join(traceback.format_exception(exc)).rstrip().splitlines()[-8:])}
+    """The record of a failed measurement: its error and the last lines of its traceback."""
+    lines = "".join(traceback.format_exception(exc)).rstrip().splitlines()
+    return _record(study, dataset, method, seed, "error", None, **context,
+                   error=f"{type(exc).__name__}: {exc}", traceback="\n".join(lines[-8:]))
 
 
 def _is_number(value):
@@ -184,10 +174,8 @@ def _is_number(value):
 def run(study, profile, *, methods=None, device="auto", threads=1, on_record=None, log=None):
     """Every (data set, method, seed) of ``study`` under ``profile``, as long records.
 
-    Registry methods whose package is missing are skipped. A data set that cannot be
-    prepared fails its methods; a failing measurement is recorded (:func:`error_record`) and
-    the run goes on. ``on_record(records)`` is called after every measurement (to save
-    progress), ``log(line)`` with one line of progress at a time.
+    Registry methods whose package is missing are skipped; a failure is recorded and the run
+    goes on. ``on_record(records)`` follows every measurement, ``log(line)`` reports progress.
     """
     log = log or (lambda line: None)
     device = resolve_device(device)
@@ -240,9 +228,8 @@ def run(study, profile, *, methods=None, device="auto", threads=1, on_record=Non
 
 
 def merge(kept, new, order=()):
-    """``kept`` with the records of the (data set, method) pairs of ``new`` in place of
-    theirs; a new pair goes after the last pair of its data set, the data sets of ``order``
-    first, in that order, the others in the order they first appear."""
+    """``kept`` with the (data set, method) pairs of ``new`` in place of theirs; a new pair
+    goes after its data set's last, the data sets of ``order`` first."""
     redone = {(r["dataset"], r["method"]) for r in new}
     pairs = list(dict.fromkeys((r["dataset"], r["method"]) for r in [*kept, *new]))
     datasets = list(dict.fromkeys([*order, *(dataset for dataset, _ in pairs)]))
@@ -252,8 +239,7 @@ def merge(kept, new, order=()):
 
 
 def summarize(records):
-    """``{(dataset, method): {metric: mean, metric + "_seeds": [values in seed order]}}``
-    plus the ``error`` of a failed pair; what tests and captions read."""
+    """``{(dataset, method): {metric: mean, metric + "_seeds": values, "error": ...}}``."""
     out = {}
     for r in records:
         entry = out.setdefault((r["dataset"], r["method"]), {"error": None})
@@ -263,6 +249,5 @@ def summarize(records):
         entry.setdefault(r["metric"] + "_seeds", []).append(r["value"])
     for entry in out.values():
         for key in [key for key in entry if key.endswith("_seeds")]:
-            values = entry[key]
-            entry[key[: -len("_seeds")]] = sum(values) / len(values)
+            entry[key[: -len("_seeds")]] = sum(entry[key]) / len(entry[key])
     return out

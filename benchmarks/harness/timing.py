@@ -28,11 +28,8 @@ def best_time(func, repeats, *, warmup=2):
 
 
 def best_times(funcs, repeats, *, warmup=2):
-    """Smallest wall time of each function, timed in turn within every repeat.
-
-    On a shared machine the load drifts during a run; taking turns exposes the functions
-    being compared to the same drift, so their ratio is fairer than two separate series.
-    """
+    """Smallest wall time of each function, timed in turn within every repeat, so that the
+    functions compared see the same drift of a shared machine's load."""
     for _ in range(warmup):
         for func in funcs:
             func()
@@ -46,20 +43,15 @@ def best_times(funcs, repeats, *, warmup=2):
 
 
 def throughput_ratio(explainer, X, *, repeats=7):
-    """Time of a bare selector forward pass over time of ``transform``, on the same rows.
-
-    Both see float32 rows: the bare pass a tensor already on the selector's device under
-    ``torch.inference_mode()``, ``transform`` the same rows as a numpy array, so the ratio
-    measures what validation, device transfers and top-k/threshold cost on top of the
-    network (for MEED also querying the black box for the outputs its selector reads). 1.0
-    means the wrapper is free; values a little above 1 are timing noise.
-    """
+    """Time of a bare selector forward pass (a float32 tensor already on its device) over
+    time of ``transform`` (the same rows as a numpy array), with both times: what
+    validation, transfers and top-k cost on top of the network (1.0: nothing)."""
     module = explainer.net_.module_.eval()
     param = next(module.parameters(), None)
     device = param.device if param is not None else torch.device("cpu")
     X32 = np.ascontiguousarray(X, dtype=np.float32)
-    # What the selector reads (MEED's has the black box's outputs after the row; the
-    # values do not change the time of a forward pass).
+    # What the selector reads (MEED's: the black box's outputs after the row; their values
+    # do not change the time of a forward pass).
     X_t = torch.as_tensor(explainer._selector_input(X32, X32), device=device)
 
     def forward():

@@ -1,17 +1,12 @@
-"""A torch network as a black box, the way a user of PyTorch would fit one on a table.
-
-:class:`TorchMLPClassifier` trains a two-hidden-layer ReLU network on standardised rows with
-Adam and cross-entropy, and answers like a scikit-learn classifier (``predict_proba``,
-``predict``), so that every explainer and peer queries it the same way; its ``module_``
-(raw rows in, class probabilities out, the standardisation inside) is what captum's
-gradient methods differentiate.
-"""
+"""A torch network as a black box, fitted on a table as a user of PyTorch would fit one."""
 
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 from torch import nn
+
+from .data import train_torch
 
 
 class _Standardised(nn.Module):
@@ -31,8 +26,8 @@ class _Standardised(nn.Module):
 
 
 class TorchMLPClassifier(ClassifierMixin, BaseEstimator):
-    """A torch MLP classifier: ``hidden`` ReLU units a layer, ``epochs`` of Adam on
-    mini-batches of ``batch_size`` rows."""
+    """A torch MLP classifier on standardised rows (``hidden`` ReLU units a layer, Adam); its
+    ``module_`` takes raw rows to class probabilities, for captum's gradient methods."""
 
     def __init__(self, hidden=(64, 64), epochs=200, batch_size=64, lr=1e-3,
                  weight_decay=1e-4, random_state=0):
@@ -46,26 +41,20 @@ class TorchMLPClassifier(ClassifierMixin, BaseEstimator):
     def fit(self, X, y):
         X, y = validate_data(self, X, y, dtype=np.float32)
         self.classes_, codes = np.unique(y, return_inverse=True)
-        torch.manual_seed(self.random_state)
-        layers, width = [], X.shape[1]
-        for units in self.hidden:
-            layers += [nn.Linear(width, units), nn.ReLU()]
-            width = units
-        layers.append(nn.Linear(width, len(self.classes_)))
         scale = X.std(axis=0)
-        self.module_ = _Standardised(nn.Sequential(*layers), X.mean(axis=0),
-                                     np.where(scale > 0, scale, 1.0))
-        optimizer = torch.optim.Adam(self.module_.parameters(), lr=self.lr,
-                                     weight_decay=self.weight_decay)
-        rows, labels = torch.as_tensor(X), torch.as_tensor(codes)
-        for _ in range(self.epochs):
-            for batch in torch.randperm(len(rows)).split(self.batch_size):
-                loss = nn.functional.cross_entropy(self.module_.logits(rows[batch]),
-                                                   labels[batch])
-                optimizer.zero_grad()
-                loss.backward()
-                optimizer.step()
-        self.module_.eval()
+
+        def network():
+            layers, width = [], X.shape[1]
+            for units in self.hidden:
+                layers += [nn.Linear(width, units), nn.ReLU()]
+                width = units
+            layers.append(nn.Linear(width, len(self.classes_)))
+            return _Standardised(nn.Sequential(*layers), X.mean(axis=0),
+                                 np.where(scale > 0, scale, 1.0))
+
+        self.module_ = train_torch(network, X, codes, self.epochs, self.random_state,
+                                   batch_size=self.batch_size, lr=self.lr,
+                                   weight_decay=self.weight_decay)
         return self
 
     def predict_proba(self, X):
