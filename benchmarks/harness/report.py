@@ -73,6 +73,20 @@ def run_on(machine):
     return f"run on {machine['date'][:10]} on {hardware(machine)}, torch {machine['torch']}"
 
 
+def ran(title, machine, profile):
+    """``<title>, profile <name>: run on <date> on <cpu>, <device>, <n> thread(s)``, the head
+    of the image studies' captions."""
+    return (f"{title}, profile ``{profile.name}``: run on {machine.get('date', '?')} on "
+            f"{machine.get('cpu', '?')}, {machine.get('device', '?')}, "
+            f"{machine.get('threads', 1)} thread(s)")
+
+
+def wrap(text):
+    """Caption and note lines: at most 92 characters, broken between words only ("Post-hoc"
+    stays whole)."""
+    return textwrap.wrap(text, width=92, break_on_hyphens=False)
+
+
 def _jsonable(value):
     if isinstance(value, dict):
         return {key: _jsonable(item) for key, item in value.items()}
@@ -108,7 +122,7 @@ def load_study_results(path):
     return payload["records"], payload["machine"], Profile(payload["profile"])
 
 
-def _grid_table(title, header, rows):
+def grid_table(title, header, rows):
     """An RST grid table under a ``table`` directive; a newline in a cell starts a new line."""
     split = [[cell.split("\n") for cell in row] for row in [header, *rows]]
     widths = [max(len(text) for cell in column for text in cell) for column in zip(*split)]
@@ -175,9 +189,7 @@ def render(study, records, machine, profile, titles=None):
     ``titles``, only the tables of these titles."""
     if study.postprocess is not None:
         records = study.postprocess(records)
-    # A caption breaks between words only: "Post-hoc" stays whole.
-    lines = [] if titles else [*textwrap.wrap(study.caption(records, machine, profile),
-                                              width=92, break_on_hyphens=False), ""]
+    lines = [] if titles else [*wrap(study.caption(records, machine, profile)), ""]
     for table in study.tables:
         if not titles or table.title in titles:
             pivot = _pivot(study, table, records, profile)
@@ -232,7 +244,7 @@ def _pivot(study, table, records, profile):
     header = [table.labels.get(key, _ROW_HEADERS.get(key, key)) for key in table.rows]
     header += ([table.labels.get(metric, _metric_header(study, metric)) for metric in columns]
                if by_metric else [study.label(column) for column in columns])
-    return _grid_table(table.title.format(**profile), header, body)
+    return grid_table(table.title.format(**profile), header, body)
 
 
 def _row_label(study, key, value):

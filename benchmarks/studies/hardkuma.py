@@ -10,11 +10,11 @@ their true positive rates (HardKuma's for its gates and for its top-k).
 
 from sk_sointer import HardKumaExplainer, L2XExplainer, metrics
 
+from ..harness import report
 from ..harness.data import DATASETS, prepare
 from ..harness.ours import fit_and_explain
 from ..harness.quality import mask_quality
 from ..harness.study import Metric, Study, Table, percent, seeded
-from .images import ran
 
 PROFILES = {
     "fast": dict(n_train=2_000, n_explain=200, n_black_box=None, n_timing=1_000, rates=(0.3,),
@@ -63,7 +63,7 @@ def cases(dataset, methods, profile):
 
 
 def caption(records, machine, profile):
-    return ran("HardKuma's benchmark", machine, profile) + (
+    return report.ran("HardKuma's benchmark", machine, profile) + (
         f"; {profile.n_train} training and {profile.n_explain} explained rows per set, "
         "HardKuma and L2X at their defaults; mean ± standard deviation over "
         f"{profile.seeds} seed(s). Rates and TPR in %.")

@@ -18,6 +18,7 @@ from sk_sointer._layout import patch_groups
 from sk_sointer.datasets import load_digits_3_vs_8, load_mnist_3_vs_8
 from sk_sointer.metrics import posthoc_accuracy, random_masks
 
+from ..harness import report
 from ..harness.data import train_torch
 from ..harness.ours import fit_and_explain
 from ..harness.peers import gradients, kernel_shap, topk_of_abs
@@ -199,18 +200,11 @@ def measure(data, dataset, method, seed, profile, device):
             "rows_with_none": float(np.mean(masks.reshape(len(masks), -1).sum(axis=1) == 0))}
 
 
-def ran(title, machine, profile):
-    """The head of a caption: the study, its profile and where and when it ran."""
-    return (f"{title}, profile ``{profile.name}``: run on {machine.get('date', '?')} on "
-            f"{machine.get('cpu', '?')}, {machine.get('device', '?')}, "
-            f"{machine.get('threads', 1)} thread(s)")
-
-
 def caption(records, machine, profile):
     data = summarize(records)[(profile.source, None)]
     params = "; ".join(f"{STUDY.label(name)} " + ", ".join(f"{k}={v}" for k, v in p.items())
                        for name, p in profile.explainer_params.items())
-    return ran("Images", machine, profile) + (
+    return report.ran("Images", machine, profile) + (
         f". {SOURCES[profile.source]}: {data['n_train']:.0f} training and "
         f"{data['n_explain']:.0f} explained (held-out) images; a CNN black box with accuracy "
         f"{100 * data['black_box_acc']:.1f} % on them; EVAL-X's eACC on full images "

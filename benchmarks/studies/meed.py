@@ -15,10 +15,11 @@ from sk_sointer import MLP
 from sk_sointer.metrics import (approximator_accuracy, mask_similarity, max_sensitivity,
                                 posthoc_accuracy, randomized_model)
 
+from ..harness import report
 from ..harness.ours import fit_and_explain
 from ..harness.study import Metric, Study, Table, percent, seeded, summarize
 from .images import (SOURCES, TRAIN_SEED, attributions, build, data_values, load_data,
-                     peer_masks, ran, random_patches, run_peer)
+                     peer_masks, random_patches, run_peer)
 
 PROFILES = {
     "fast": dict(source="digits", n_explain=40, k=6, black_box_epochs=30, seeds=2,
@@ -114,7 +115,7 @@ def measure(data, dataset, method, seed, profile, device):
 
 def caption(records, machine, profile):
     data = summarize(records)[(profile.source, None)]
-    return ran("MEED's image benchmark", machine, profile) + (
+    return report.ran("MEED's image benchmark", machine, profile) + (
         f". {SOURCES[profile.source]}: {data['n_train']:.0f} training and "
         f"{data['n_explain']:.0f} explained images; CNN black box accuracy "
         f"{100 * data['black_box_acc']:.1f} %; k = {profile.k} pixels for every method. "

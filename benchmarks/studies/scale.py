@@ -19,7 +19,6 @@ import pickle
 import resource
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -372,11 +371,11 @@ def notes(records, machine, profile):
         rows += [(f"{METHODS[r['method']].label} ``transform`` (this run, {n_rows:,} x {width})",
                   1000 * r["value"] / n_rows) for r in done
                  if (r["n_features"], r["n_rows"]) == (width, n_rows)]
-    return [*lines, *textwrap.wrap(text, width=92, break_on_hyphens=False), "",
-            *report._grid_table("Per-row peers (from the synthetic benchmark)",
-                                ["Method", "ms / row", "Hours per\n1M rows"],
-                                [[label, f"{ms:.3g}", f"{ms * 1e6 / 1e3 / 3600:.3g}"]
-                                 for label, ms in rows])]
+    return [*lines, *report.wrap(text), "",
+            *report.grid_table("Per-row peers (from the synthetic benchmark)",
+                               ["Method", "ms / row", "Hours per\n1M rows"],
+                               [[label, f"{ms:.3g}", f"{ms * 1e6 / 1e3 / 3600:.3g}"]
+                                for label, ms in rows])]
 
 
 def _at_least(smallest):

@@ -215,8 +215,7 @@ def caption(records, machine, profile):
     yeast = {r["metric"]: r["value"] for r in records
              if r["method"] is None and r.get("set") == "yeast"}
     return (
-        f"Profile ``{profile.name}``, run on {machine['date'][:10]} on "
-        f"{report.hardware(machine)}, torch {machine['torch']}. SOInter's E1 and E2: a "
+        f"Profile ``{profile.name}``, {report.run_on(machine)}. SOInter's E1 and E2: a "
         f"multi-label MLP ({hidden}) trained on {profile.n_black_box:,} rows per set and width, "
         f"explainers fitted on {profile.n_train:,} rows, {profile.n_explain:,} explained rows, "
         f"k = {profile.k}. SOInter explains the target of the whole black box; L2X and the "

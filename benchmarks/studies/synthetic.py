@@ -9,8 +9,6 @@ refitted with seeds 1, 2, ... record their median rank and their agreement with 
 seeds' masks (``seed_agreement``).
 """
 
-import textwrap
-
 import numpy as np
 
 from sk_sointer import metrics
@@ -114,8 +112,8 @@ def caption(records, machine, profile):
     return (
         f"Profile ``{profile.name}``: black boxes (MLP 200-200-200) trained on "
         f"{profile.n_black_box or profile.n_train:,} rows, explainers and EVAL-X on "
-        f"{profile.n_train:,}, {profile.n_explain:,} explained rows per data set; run on "
-        f"{machine['date'][:10]} on {report.hardware(machine)}, torch {machine['torch']}. "
+        f"{profile.n_train:,}, {profile.n_explain:,} explained rows per data set; "
+        f"{report.run_on(machine)}. "
         "Median rank: lower is better, next to its optimum. TPR, FDR, CFSR (control-flow "
         "selection rate) and eACC (EVAL-X accuracy against the sampled labels) in %; eACC "
         "(p): the same accuracy in expectation over the labels (the generator's probability "
@@ -135,12 +133,11 @@ def notes(records, machine, profile):
         f"over {len(values)} seeds ({', '.join(f'{rank:.2f}' for rank in values)})"
         for (dataset, method), values in seeds.items()], ""] if seeds else []
     if any(r["dataset"] == "xor_probe" for r in records):
-        lines += textwrap.wrap(
+        lines += report.wrap(
             "Encoding probe: XOR with k = 1. One feature alone says nothing about the XOR "
             "label, so an honest 1-feature explanation leaves an evaluator trained on random "
             "masks (EVAL-X) near 50 %; a method's own predictor that does better reads the "
-            "label from *which* feature was chosen (REAL-X, Lemma 1).", width=92,
-            break_on_hyphens=False)
+            "label from *which* feature was chosen (REAL-X, Lemma 1).")
     return lines
 
 

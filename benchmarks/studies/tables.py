@@ -542,8 +542,7 @@ def caption(records, machine, profile):
         f"Profile ``{profile.name}``: tables split 70/30, the black box fitted on the 70 %, "
         + ("every test row explained" if profile.n_explain is None
            else f"up to {profile.n_explain} test rows explained")
-        + f"; run on {machine['date'][:10]} on "
-        f"{report.hardware(machine)}, torch {machine['torch']}. Our explainers at "
+        + f"; {report.run_on(machine)}. Our explainers at "
         + ("the package's defaults (only k and random_state set)" if not profile.explainer_params
            else "the profile's short training")
         + f", mean over {profile.seeds} seeds (random_state 0-{profile.seeds - 1}), the "

