@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from benchmarks import bench
-from benchmarks.harness import report
+from benchmarks.harness import data, report
 from benchmarks.harness.study import summarize
 from benchmarks.studies import segmentation
 
@@ -95,7 +95,7 @@ def test_one_pixel_is_the_network_s_probability_of_that_pixel():
     X = torch.rand(3, 576)
     with torch.no_grad():
         p = torch.sigmoid(model(X)[:, 100])
-        np.testing.assert_allclose(segmentation.OnePixel(model, 100)(X).numpy(),
+        np.testing.assert_allclose(data.one_logit(model, 100)(X).numpy(),
                                    torch.stack([1 - p, p], 1).numpy(), rtol=1e-6)
 
 

@@ -4,6 +4,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
+from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.neural_network import MLPClassifier
 from sklearn.utils.validation import check_is_fitted
 from torch import nn
@@ -75,6 +76,36 @@ def make_rows(n_rows, n_features, seed=DATA_SEED):
     return X, np.column_stack([1 - proba, proba]).astype(np.float32)
 
 
+def fit_mlp(X, y, hidden):
+    """An early-stopped ``MLPClassifier`` with ``hidden`` layers fitted on ``(X, y)``, and the
+    seconds of its fit."""
+    return elapsed(lambda: MLPClassifier(hidden_layer_sizes=hidden, early_stopping=True,
+                                         random_state=TRAIN_SEED).fit(X, y))
+
+
+class OneLabel(ClassifierMixin, BaseEstimator):
+    """One label of a fitted multi-label classifier as a binary classifier: ``predict_proba``
+    gives ``[1 - p, p]``, ``predict`` 1 where ``p > 0.5`` (as a multi-label ``predict``)."""
+
+    def __init__(self, model=None, label=0):
+        self.model = model
+        self.label = label
+
+    @property
+    def classes_(self):
+        return np.array([0, 1])
+
+    def fit(self, X, y=None):
+        return self
+
+    def predict_proba(self, X):
+        p = self.model.predict_proba(X)[:, self.label]
+        return np.column_stack([1 - p, p])
+
+    def predict(self, X):
+        return (self.predict_proba(X)[:, 1] > 0.5).astype(np.int64)
+
+
 _ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "logistic": nn.Sigmoid, "identity": nn.Identity}
 
 
@@ -88,6 +119,12 @@ class _BinaryProba(nn.Module):
     def forward(self, logit):
         positive = torch.sigmoid(logit[:, self.column : self.column + 1])
         return torch.cat([1 - positive, positive], dim=1)
+
+
+def one_logit(model, column):
+    """A binary classifier of the logistic output ``column`` of the torch ``model`` (a pixel
+    of a segmentation network): its ``[1 - p, p]``."""
+    return nn.Sequential(model, _BinaryProba(column))
 
 
 def mlp_to_torch(model, *, label=None):
@@ -179,9 +216,7 @@ def prepare(spec, profile, device, needs_evaluator):
         X_black_box, y_black_box, _ = spec.draw(profile.n_black_box, BLACK_BOX_SEED)
     else:
         X_black_box, y_black_box = X_train, y_train
-    model, fit_s = elapsed(lambda: MLPClassifier(
-        hidden_layer_sizes=(200, 200, 200), early_stopping=True, random_state=TRAIN_SEED
-    ).fit(X_black_box, y_black_box))
+    model, fit_s = fit_mlp(X_black_box, y_black_box, (200, 200, 200))
     torch_model = mlp_to_torch(model)
     check_torch_copy(model, torch_model, X_explain)
     data = Prepared(

@@ -1,16 +1,28 @@
 """Our amortized explainers: fitted once on the training rows, then one forward pass a row."""
 
+from sk_sointer import EnergyNet
 from sk_sointer._outputs import output_agreement
 
 from .data import TRAIN_SEED
 from .timing import best_time, elapsed, throughput_ratio
 
 
+def build(method, profile, *, seed, device, target=None, **params):
+    """Our explainer of the registry ``method`` with the profile's parameters of it and
+    ``params``; given a ``target``, SOInter explains that output of the whole black box with
+    an :class:`~sk_sointer.EnergyNet` (others ignore it). Nested parameters
+    (``energy__max_epochs``) are set on the parts once built."""
+    params = {"random_state": seed, "device": str(device),
+              **profile.params_for(method.params_key), **params}
+    if method.target_output and target is not None:
+        params.update(target=target, energy=EnergyNet())
+    nested = {key: params.pop(key) for key in list(params) if "__" in key}
+    return method.estimator(**params).set_params(**nested)
+
+
 def build_explainer(method, spec, profile, device):
     """The method's estimator with its k on ``spec`` and the profile's parameters."""
-    params = {"random_state": TRAIN_SEED, "device": str(device),
-              **profile.params_for(method.params_key)}
-    return method.estimator(k=method.k_for(spec), **params)
+    return build(method, profile, seed=TRAIN_SEED, device=device, k=method.k_for(spec))
 
 
 def run_amortized(method, spec, data, profile, device):
@@ -37,10 +49,12 @@ def fit_and_explain(explainer, X_train, black_box, X_explain):
     return masks, {"fit_s": fit_s, "explain_ms_per_row": 1000 * explain_s / len(X_explain)}
 
 
-def recorded_params(explainer):
-    """The parameters JSON holds as they are: every record keeps the values it ran with."""
+def recorded_params(explainer, *, seed=True):
+    """The parameters JSON holds as they are: every record keeps the values it ran with;
+    ``seed=False`` leaves out ``random_state`` (the record's seed)."""
     return {name: value for name, value in explainer.get_params(deep=False).items()
-            if isinstance(value, (bool, int, float, str, type(None)))}
+            if isinstance(value, (bool, int, float, str, type(None)))
+            and (seed or name != "random_state")}
 
 
 def masks_with_seed(method, spec, data, profile, device, seed):

@@ -76,3 +76,13 @@ def evaluation(data, profile, explanation, entries, *, baseline=None, scores=Non
         X_reference=data.X_train, n_steps=profile.eval_steps,
         n_perturbations=profile.n_perturbations, random_state=EXPLAIN_SEED)
     return {name: float(report[name]) for name in entries if name in report}
+
+
+def seed_agreement(cache, key, seed, masks):
+    """``seed_agreement``: the mean mask cosine of ``masks`` to the masks of the same rows by
+    earlier seeds (none for the first), kept in ``cache`` under ``key`` with these."""
+    earlier = cache.setdefault(("masks", *key), {})
+    out = {"seed_agreement": float(np.mean([metrics.mask_similarity(masks, other)
+                                            for other in earlier.values()]))} if earlier else {}
+    earlier[seed] = masks
+    return out

@@ -11,11 +11,11 @@ from types import SimpleNamespace
 
 import numpy as np
 import torch
-from sklearn.neural_network import MLPClassifier
 
 from sk_sointer import L2XExplainer
 from sk_sointer.datasets import make_orange_skin
 
+from ..harness.data import fit_mlp
 from ..harness.study import Metric, Study, Table
 from ..harness.timing import best_time
 
@@ -31,7 +31,7 @@ def prepare(dataset, profile, device):
     """The fitted explainer, its black box and the rows every engine explains."""
     torch.set_num_threads(1)
     X, y, _ = make_orange_skin(n_samples=5000, random_state=0)
-    model = MLPClassifier((100, 100), early_stopping=True, random_state=0).fit(X, y)
+    model = fit_mlp(X, y, (100, 100))[0]
     explainer = L2XExplainer(k=4, max_epochs=20, random_state=0).fit(X, black_box=model)
     rows = np.random.default_rng(1).standard_normal((profile.n_rows, 10)).astype(np.float32)
     return SimpleNamespace(X_train=X, model=model, explainer=explainer, rows=rows,

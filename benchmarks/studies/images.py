@@ -18,12 +18,13 @@ from sk_sointer._layout import patch_groups
 from sk_sointer.datasets import load_digits_3_vs_8, load_mnist_3_vs_8
 from sk_sointer.metrics import posthoc_accuracy, random_masks
 
-from ..harness import report
+from ..harness import ours, report
 from ..harness.data import train_torch
 from ..harness.ours import fit_and_explain
 from ..harness.peers import gradients, kernel_shap, topk_of_abs
 from ..harness.registry import METHODS
-from ..harness.study import Metric, Study, Table, percent, seeded, summarize
+from ..harness.study import (Metric, Study, Table, percent, seeded, summarize,
+                             with_references)
 from ..harness.timing import elapsed
 
 SPLIT_SEED = TRAIN_SEED = EXPLAIN_SEED = 0
@@ -115,10 +116,8 @@ def data_values(data, dataset):
 def build(name, profile, device, seed, **params):
     """Our explainer ``name`` on images: left-out pixels at 0, 64-image batches, the
     profile's parameters of ``name`` and ``params``."""
-    method = METHODS[name]
-    return method.estimator(**{"random_state": seed, "device": str(device), "baseline": "zero",
-                               "batch_size": 64, **profile.params_for(method.params_key),
-                               **params})
+    return ours.build(METHODS[name], profile, seed=seed, device=device,
+                      **{"baseline": "zero", "batch_size": 64, **params})
 
 
 def run_ours(name, data, profile, device, seed):
@@ -220,9 +219,7 @@ STUDY = Study(
     profiles=PROFILES,
     datasets=lambda profile: [profile.source],
     methods=(*OURS, *PEERS, RANDOM),
-    # Every method asked for, then the random reference.
-    cases=lambda dataset, methods, profile: [
-        (method, {}) for method in dict.fromkeys([*methods, RANDOM])],
+    cases=with_references(RANDOM),
     seeds=seeded(lambda method: method in OURS),
     prepare=prepare,
     dataset_values=data_values,

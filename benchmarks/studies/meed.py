@@ -17,7 +17,8 @@ from sk_sointer.metrics import (approximator_accuracy, mask_similarity, max_sens
 
 from ..harness import report
 from ..harness.ours import fit_and_explain
-from ..harness.study import Metric, Study, Table, percent, seeded, summarize
+from ..harness.study import (Metric, Study, Table, percent, seeded, summarize,
+                             with_references)
 from .images import (SOURCES, TRAIN_SEED, attributions, build, data_values, load_data,
                      peer_masks, random_patches, run_peer)
 
@@ -141,8 +142,7 @@ STUDY = Study(
     profiles=PROFILES,
     datasets=lambda profile: [profile.source],
     methods=(*OURS, *PEERS, RANDOM),
-    cases=lambda dataset, methods, profile: [
-        (method, {}) for method in dict.fromkeys([*methods, RANDOM, SANITY])],
+    cases=with_references(RANDOM, SANITY),
     seeds=seeded(lambda method: method in OURS),
     prepare=lambda dataset, profile, device: load_data(profile),
     dataset_values=data_values,  # the image study's, without EVAL-X (None: not recorded)

@@ -3,12 +3,12 @@
 The black box, a small fully convolutional network (one logit per pixel, 576 outputs), is
 trained on :func:`sk_sointer.datasets.load_digit_segmentation`. For each target pixel and k,
 SOInter explains the target output of the whole network, L2X the target's probability alone
-(:class:`OnePixel`); references keep k random pixels, the k nearest the target, and (at small
-k) a greedy search per row against the network (:func:`greedy_masks`). Masks are judged on
-held-out rows with the left-out pixels at the mean training image, the explainers' baseline:
-post-accuracy (the network's label of the target against the true foreground), post-hoc
-accuracy (against its label on the whole image) and the selected pixels' distance to the
-target. Input dropout in the black box's training was tried and not kept: it brought the
+(:func:`~.data.one_logit`); references keep k random pixels, the k nearest the target, and
+(at small k) a greedy search per row against the network (:func:`greedy_masks`). Masks are
+judged on held-out rows with the left-out pixels at the mean training image, the explainers'
+baseline: post-accuracy (the network's label of the target against the true foreground),
+post-hoc accuracy (against its label on the whole image) and the selected pixels' distance to
+the target. Input dropout in the black box's training was tried and not kept: it brought the
 nearest pixels' post-accuracy no closer to the model's.
 """
 
@@ -20,10 +20,11 @@ import torch
 from sk_sointer import as_black_box, metrics
 from sk_sointer.datasets import load_digit_segmentation
 
-from ..harness.data import TRAIN_SEED
+from ..harness.data import TRAIN_SEED, one_logit
+from ..harness.ours import build
+from ..harness.registry import METHODS as REGISTRY
 from ..harness.study import Metric, Study, Table, percent, seeded
 from ..harness.timing import elapsed
-from .tags import build_ours
 
 SIDE = 24
 METHODS = ("sointer", "l2x", "random", "nearest", "greedy")
@@ -67,18 +68,6 @@ class SegmentationFCN(torch.nn.Module):
 
     def forward(self, x):
         return self.body(x.reshape(len(x), 1, SIDE, SIDE)).reshape(len(x), SIDE * SIDE)
-
-
-class OnePixel(torch.nn.Module):
-    """One pixel of the segmentation network as a binary classifier: ``[1 - p, p]``."""
-
-    def __init__(self, model, index):
-        super().__init__()
-        self.model, self.index = model, index
-
-    def forward(self, x):
-        p = torch.sigmoid(self.model(x)[:, self.index])
-        return torch.stack([1 - p, p], dim=1)
 
 
 def train_fcn(X, Y, epochs, seed=TRAIN_SEED):
@@ -185,10 +174,10 @@ def measure(data, dataset, method, seed, profile, device, k):
         masks = np.zeros((len(X), SIDE * SIDE))
         masks[:, np.argsort(distance, kind="stable")[:k]] = 1.0
     else:
-        explainer = build_ours(method, profile, (row, col), k=k, image_shape=(SIDE, SIDE),
-                               baseline="mean", random_state=seed, device="cpu")
+        explainer = build(REGISTRY[method], profile, seed=seed, device="cpu", target=(row, col),
+                          k=k, image_shape=(SIDE, SIDE), baseline="mean")
         black_box = (as_black_box(data.model, output="multilabel_logits") if method == "sointer"
-                     else as_black_box(OnePixel(data.model, index), output="proba"))
+                     else as_black_box(one_logit(data.model, index), output="proba"))
         out["fit_s"] = elapsed(lambda: explainer.fit(data.X_train, black_box=black_box))[1]
         masks = explainer.transform(X)
     masks = masks.reshape(len(X), SIDE * SIDE) > 0

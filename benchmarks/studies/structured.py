@@ -10,20 +10,16 @@ accuracy on the target (left-out features at 0), next to k random features a row
 from types import SimpleNamespace
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.neural_network import MLPClassifier
 
-import sk_sointer
 from sk_sointer import datasets, metrics
 
 from ..harness import report
-from ..harness.data import (BLACK_BOX_SEED, EXPLAIN_SEED, TRAIN_SEED, check_torch_copy,
-                            mlp_to_torch)
-from ..harness.ours import fit_and_explain, recorded_params
+from ..harness.data import (BLACK_BOX_SEED, EXPLAIN_SEED, TRAIN_SEED, OneLabel,
+                            check_torch_copy, fit_mlp, mlp_to_torch)
+from ..harness.ours import build, fit_and_explain, recorded_params
 from ..harness.peers import run_peer
 from ..harness.registry import METHODS, method_names
-from ..harness.study import Metric, Study, Table, percent
-from ..harness.timing import elapsed
+from ..harness.study import Metric, Study, Table, percent, with_references
 
 COLUMN_SEED = 20  # of the column shuffle of E1 and E2 (shuffled_columns)
 # The outputs the paper explains (0-based): y1 and y2 of E1, y3 and y4 of E2.
@@ -46,29 +42,6 @@ PROFILES = {
              "shap_nsamples": 40, "lime_num_samples": 100, "captum_kernel_shap_samples": 40},
     "full": {**_PROFILE, "n_train": 10_000, "n_explain": 1_000, "n_black_box": 20_000},
 }
-
-
-class OneLabel(ClassifierMixin, BaseEstimator):
-    """One label of a fitted multi-label classifier as a binary classifier: ``predict_proba``
-    gives ``[1 - p, p]``, ``predict`` 1 where ``p > 0.5`` (as a multi-label ``predict``)."""
-
-    def __init__(self, model=None, label=0):
-        self.model = model
-        self.label = label
-
-    @property
-    def classes_(self):
-        return np.array([0, 1])
-
-    def fit(self, X, y=None):
-        return self
-
-    def predict_proba(self, X):
-        p = self.model.predict_proba(X)[:, self.label]
-        return np.column_stack([1 - p, p])
-
-    def predict(self, X):
-        return (self.predict_proba(X)[:, 1] > 0.5).astype(np.int64)
 
 
 def shuffled_columns(n_features, n_relevant):
@@ -110,9 +83,7 @@ def prepare(cell, profile, device):
         X_train = draw(profile.n_train, TRAIN_SEED)[0]
         X_explain, Y_explain, relevant = draw(profile.n_explain, EXPLAIN_SEED)
         targets, k, label = TARGETS[energy], profile.k, "y{}"
-    model, fit_s = elapsed(lambda: MLPClassifier(
-        hidden_layer_sizes=profile.black_box_hidden, early_stopping=True,
-        random_state=TRAIN_SEED).fit(X_black_box, Y_black_box))
+    model, fit_s = fit_mlp(X_black_box, Y_black_box, profile.black_box_hidden)
     predicted, tasks = model.predict(X_explain), {}
     for target in targets:
         view, torch_model = OneLabel(model, target), mlp_to_torch(model, label=target)
@@ -138,13 +109,11 @@ def task_names(profile):
     return names
 
 
-def cases(dataset, methods, profile):
-    """Every method and the random reference, with the fields the tables pivot on."""
+def task_context(dataset, profile):
+    """The fields the tables pivot on."""
     name, *width, label = dataset.split("/")
-    context = {"set": name, "target_label": label,
-               "n_features": int(width[0]) if width else None,
-               "k": profile.k if width else profile.yeast_k}
-    return [(method, context) for method in dict.fromkeys([*methods, RANDOM])]
+    return {"set": name, "target_label": label, "n_features": int(width[0]) if width else None,
+            "k": profile.k if width else profile.yeast_k}
 
 
 def seeds(dataset, method, profile):
@@ -197,17 +166,12 @@ def measure(tasks, dataset, name, seed, profile, device, **context):
     if not method.amortized:
         masks, timing, _ = run_peer(method, task, task, profile, device)  # top task.k
         return {**mask_quality(task, masks), **timing}
-    params = {"k": task.k, "random_state": seed, "device": str(device),
-              **profile.params_for(method.params_key)}
-    if method.target_output:  # SOInter; its energy=None stands for EnergyNet()
-        params.update(target=task.target, energy=sk_sointer.EnergyNet())
-    nested = {key: params.pop(key) for key in list(params) if "__" in key}
-    explainer = method.estimator(**params).set_params(**nested)
+    explainer = build(method, profile, seed=seed, device=device, target=task.target,
+                      k=task.k)
     black_box = task.multi_label_model if method.target_output else task.model
     masks, timing = fit_and_explain(explainer, task.X_train, black_box, task.X_explain)
-    params = recorded_params(explainer)
-    del params["random_state"]  # the record's seed
-    return {**mask_quality(task, masks), **timing, "params": params}
+    return {**mask_quality(task, masks), **timing,
+            "params": recorded_params(explainer, seed=False)}
 
 
 def caption(records, machine, profile):
@@ -251,7 +215,7 @@ STUDY = Study(
     methods=tuple(method_names(target_output=None)),
     default_methods=("sointer", "l2x", "shap_kernel", "lime", "saliency",
                      "integrated_gradients"),
-    cases=cases,
+    cases=with_references(RANDOM, context=task_context),
     seeds=seeds,
     share=lambda dataset: dataset.rsplit("/", 1)[0],  # one black box: ``E1/5``, ``yeast``
     prepare=prepare,

@@ -17,7 +17,7 @@ from ..harness import report
 from ..harness.data import DATASETS, TRAIN_SEED, prepare as prepare_data
 from ..harness.ours import masks_with_seed
 from ..harness.quality import (BREAK_EVEN, CURVE_ENTRIES, EVALUATION_METRICS, MASK_ENTRIES,
-                               OUR_ENTRIES, evaluation, mask_quality)
+                               OUR_ENTRIES, evaluation, mask_quality, seed_agreement)
 from ..harness.registry import METHODS, method_names
 from ..harness.study import Metric, Study, Table, percent, records_of, seeded, summarize
 
@@ -64,19 +64,13 @@ def cases(dataset, methods, profile):
 
 def measure(data, dataset, name, seed, profile, device, k):
     spec, method = DATASETS[dataset], METHODS[name]
-    # Our masks of every seed, for the later seeds' agreement with the earlier ones.
-    earlier = data.cache.setdefault(("masks", dataset, name), {})
     if seed not in (None, TRAIN_SEED):
         masks = masks_with_seed(method, spec, data, profile, device, seed)
-        run = {"median_rank": metrics.median_rank(data.relevant_explain, masks)}
-        if earlier:
-            run["seed_agreement"] = float(np.mean([metrics.mask_similarity(masks, other)
-                                                   for other in earlier.values()]))
-        earlier[seed] = masks
-        return run
+        return {"median_rank": metrics.median_rank(data.relevant_explain, masks),
+                **seed_agreement(data.cache, (dataset, name), seed, masks)}
     masks, timing, explanation = method.run(spec, data, profile, device)
     if method.amortized:
-        earlier[seed] = masks
+        seed_agreement(data.cache, (dataset, name), seed, masks)  # kept for the later seeds
         entries = (*OUR_ENTRIES, "features_per_row_std") if k is None else OUR_ENTRIES
         evaluated = evaluation(data, profile, explanation, entries)
     else:  # raw masks, left out at the training mean (our explainers' default baseline)

@@ -34,7 +34,7 @@ from sklearn.svm import SVC
 from sk_sointer import L2XExplainer, ModelRefinement, as_black_box
 from sk_sointer._outputs import output_agreement
 from sk_sointer._search import greedy_subsets
-from sk_sointer.metrics import break_even_rows, mask_similarity, random_masks
+from sk_sointer.metrics import break_even_rows, random_masks
 
 from ..harness import fastshap, peers, quality, report, study
 from ..harness.data import EXPLAIN_SEED, TRAIN_SEED, fit_evaluator
@@ -390,16 +390,10 @@ def measure(pair, dataset, method, seed, profile, device, k, **labels):
     own = "fidelity" if explainer.background_ is None else "fidelity_background"
     run = {**mask_fields(pair, masks), "fit_s": fit_s, own: explainer.score(pair.X_explain),
            "queries_per_row": 0,
-           "params": {key: value for key, value in recorded_params(explainer).items()
-                      if key != "random_state"}}
+           "params": recorded_params(explainer, seed=False)}
     run.update(evaluation(pair, profile, explainer,
                           (*OUR_ENTRIES, "features_per_row_std") if k is None else OUR_ENTRIES))
-    # The mean mask cosine to the earlier seeds' masks of the same rows (kept in the cache).
-    earlier = pair.cache.setdefault(("masks", dataset, method), {})
-    if earlier:
-        run["seed_agreement"] = float(np.mean([mask_similarity(masks, other)
-                                               for other in earlier.values()]))
-    earlier[seed] = masks
+    run.update(quality.seed_agreement(pair.cache, (dataset, method), seed, masks))
     if k is None:
         run["random_same_sizes"] = mean_fidelity(
             pair, random_draws(pair, masks.sum(axis=1).astype(int), profile))

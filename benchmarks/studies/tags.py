@@ -3,7 +3,7 @@
 The paper's Bibtex experiment on data that ships (:func:`sk_sointer.datasets.
 load_tweet_hashtags`: tweets, their hashtags as tags, their other words as a binary bag of
 words). For each frequent tag of a multi-label MLP, SOInter explains the tag of the whole
-model, L2X the tag alone (:class:`~.structured.OneLabel`), KernelSHAP and LIME its
+model, L2X the tag alone (:class:`~.data.OneLabel`), KernelSHAP and LIME its
 probability row by row, and a reference keeps k of the tweet's own words at random. A tweet
 has 4.9 words, so k = 2, not the paper's 30; a left-out word is absent. Measured: post-hoc
 accuracy on the tag, and the paper's Table 1, the words SOInter keeps most for a tag.
@@ -15,19 +15,17 @@ from types import SimpleNamespace
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator
-from sklearn.neural_network import MLPClassifier
 
-from sk_sointer import MLP, EnergyNet, L2XExplainer, SOInterExplainer
+from sk_sointer import MLP, EnergyNet
 from sk_sointer.datasets import load_tweet_hashtags
 from sk_sointer.metrics import posthoc_accuracy
 
 from ..harness import report
-from ..harness.data import EXPLAIN_SEED, TRAIN_SEED
-from ..harness.ours import fit_and_explain, recorded_params
+from ..harness.data import EXPLAIN_SEED, TRAIN_SEED, OneLabel, fit_mlp
+from ..harness.ours import build, fit_and_explain, recorded_params
 from ..harness.peers import topk_of_abs
-from ..harness.study import Metric, Study, Table, percent, seeded
-from ..harness.timing import elapsed
-from .structured import OneLabel
+from ..harness.registry import METHODS
+from ..harness.study import Metric, Study, Table, percent, seeded, with_references
 
 RANDOM = "random"
 TOP_WORDS = "top_words"  # the derived records of the top-words table
@@ -61,16 +59,6 @@ PROFILES = {
         "sointer": {**_SOINTER, "max_epochs": 20},
         "l2x": {"max_epochs": 20}}},
 }
-
-
-def build_ours(method, profile, target, **params):
-    """SOInter explaining output ``target`` of the whole model, or L2X, with ``params`` and
-    the profile's ``explainer_params``; nested ones (``energy__max_epochs``) set on parts."""
-    params = {**params, **profile.params_for(method)}
-    nested = {key: params.pop(key) for key in list(params) if "__" in key}
-    explainer = (SOInterExplainer(target=target, energy=EnergyNet(), **params)
-                 if method == "sointer" else L2XExplainer(**params))
-    return explainer.set_params(**nested)
 
 
 class PresentWordsSelector(BaseEstimator):
@@ -110,9 +98,7 @@ def prepare(dataset, profile, device):
     X, Y, words, tags = load_tweet_hashtags()
     order = np.random.RandomState(EXPLAIN_SEED).permutation(len(X))
     explain, rest = order[: profile.n_explain], order[profile.n_explain :]
-    model, fit_s = elapsed(lambda: MLPClassifier(
-        hidden_layer_sizes=profile.black_box_hidden, early_stopping=True,
-        random_state=TRAIN_SEED).fit(X[rest], Y[rest]))
+    model, fit_s = fit_mlp(X[rest], Y[rest], profile.black_box_hidden)
     return SimpleNamespace(
         X=X, Y=Y, words=words, tags=list(tags), X_train=X[rest[: profile.n_train]],
         X_explain=X[explain], Y_explain=Y[explain], predicted=model.predict(X[explain]),
@@ -199,14 +185,12 @@ def measure(data, dataset, method, seed, profile, device, k):
     n_peer = min(profile.n_peer, len(data.X_explain))
     out = {}
     if method in ("sointer", "l2x"):
-        explainer = build_ours(method, profile, j, k=k, random_state=seed, device=str(device),
-                               baseline=0.0, selector=PresentWordsSelector())
+        explainer = build(METHODS[method], profile, seed=seed, device=device, target=j, k=k,
+                          baseline=0.0, selector=PresentWordsSelector())
         masks, timing = fit_and_explain(explainer, data.X_train,
                                         data.model if method == "sointer" else view,
                                         data.X_explain)
-        params = recorded_params(explainer)
-        del params["random_state"]
-        out.update(timing, params=params)
+        out.update(timing, params=recorded_params(explainer, seed=False))
         if method == "sointer" and seed == TRAIN_SEED and j < profile.top_tags:
             out["top_words"] = top_words(masks, positive, data.words, profile.n_top_words)
     elif method == RANDOM:
@@ -307,7 +291,7 @@ STUDY = Study(
     profiles=PROFILES,
     datasets=lambda profile: list(load_tweet_hashtags()[3][: profile.tags]),  # most frequent
     methods=METHOD_NAMES,
-    cases=lambda dataset, methods, profile: [(method, {"k": profile.k}) for method in methods],
+    cases=with_references(context=lambda dataset, profile: {"k": profile.k}),
     seeds=seeded(lambda method: method not in (SHAP, LIME)),
     share=lambda dataset: "tweet_hashtags",
     prepare=prepare,

@@ -16,7 +16,7 @@ from sk_sointer.metrics import posthoc_accuracy
 from ..harness.data import train_torch
 from ..harness.ours import fit_and_explain
 from ..harness.peers import topk_of_abs
-from ..harness.study import Metric, Study, Table, percent
+from ..harness.study import Metric, Study, Table, percent, with_references
 from ..harness.timing import elapsed
 
 PROFILES = {
@@ -132,7 +132,7 @@ STUDY = Study(
     profiles=PROFILES,
     datasets=lambda profile: ["tweets"],
     methods=("l2x", "random", "first_k", "lime"),
-    cases=lambda dataset, methods, profile: [(method, {"k": profile.k}) for method in methods],
+    cases=with_references(context=lambda dataset, profile: {"k": profile.k}),
     prepare=prepare,
     dataset_values=lambda data, dataset: {
         "n_train": len(data.train), "n_explain": len(data.rows),
