@@ -81,6 +81,13 @@ def topk_of_abs(attributions, k):
     return masks
 
 
+def random_present(rows, k, seed):
+    """k of each row's own words or tokens (its entries above 0) at random, all of them when
+    it has fewer."""
+    draws = np.random.default_rng(seed).random(rows.shape)
+    return topk_of_abs(np.where(rows > 0, 1.0 + draws, 0.0), k)
+
+
 def run_peer(method, spec, data, profile, device):
     """The top-k masks of ``method``'s attributions, its timings and the attributions."""
     attributions, setup_s, explain_s = method.attribute(data, profile, device)

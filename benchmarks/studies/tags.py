@@ -9,7 +9,6 @@ has 4.9 words, so k = 2, not the paper's 30; a left-out word is absent. Measured
 accuracy on the tag, and the paper's Table 1, the words SOInter keeps most for a tag.
 """
 
-import time
 from types import SimpleNamespace
 
 import numpy as np
@@ -23,9 +22,10 @@ from sk_sointer.metrics import posthoc_accuracy
 from ..harness import report
 from ..harness.data import EXPLAIN_SEED, TRAIN_SEED, OneLabel, fit_mlp
 from ..harness.ours import build, fit_and_explain, recorded_params
-from ..harness.peers import topk_of_abs
+from ..harness.peers import random_present, topk_of_abs
 from ..harness.registry import METHODS
 from ..harness.study import Metric, Study, Table, percent, seeded, with_references
+from ..harness.timing import elapsed
 
 RANDOM = "random"
 TOP_WORDS = "top_words"  # the derived records of the top-words table
@@ -162,12 +162,6 @@ def lime_attributions(view, rows, words, profile):
     return attributions
 
 
-def random_present(rows, k, seed):
-    """k of the row's own words at random (all of them when it has fewer)."""
-    draws = np.random.default_rng(seed).random(rows.shape)
-    return topk_of_abs(np.where(rows > 0, 1.0 + draws, 0.0), k)
-
-
 def top_words(masks, rows_predicted, words, n):
     """The ``n`` words selected most often in the rows where the tag is predicted, with the
     share of those rows each is selected in."""
@@ -197,10 +191,10 @@ def measure(data, dataset, method, seed, profile, device, k):
         masks = random_present(data.X_explain, k, seed)
     else:
         rows = data.X_explain[:n_peer]
-        start = time.perf_counter()
-        attributions = (shap_attributions(view, rows, profile) if method == SHAP
-                        else lime_attributions(view, rows, data.words, profile))
-        out["explain_ms_per_row"] = 1000 * (time.perf_counter() - start) / n_peer
+        attributions, explain_s = elapsed(
+            lambda: shap_attributions(view, rows, profile) if method == SHAP
+            else lime_attributions(view, rows, data.words, profile))
+        out["explain_ms_per_row"] = 1000 * explain_s / n_peer
         masks = topk_of_abs(attributions, k)
     out["posthoc_acc_peer_rows"] = float(posthoc_accuracy(
         view, data.X_explain[:n_peer], masks[:n_peer], baseline="zero"))

@@ -15,7 +15,7 @@ from sk_sointer.metrics import posthoc_accuracy
 
 from ..harness.data import train_torch
 from ..harness.ours import fit_and_explain
-from ..harness.peers import topk_of_abs
+from ..harness.peers import random_present
 from ..harness.study import Metric, Study, Table, percent, with_references
 from ..harness.timing import elapsed
 
@@ -99,9 +99,8 @@ def measure(data, dataset, method, seed, profile, device, k):
         data.l2x_masks = masks
         out["examples"] = [[data.texts[data.explain[i]], words] for i, words in
                            enumerate(data.sequencer.selected_words(rows[:5], masks[:5]))]
-    elif method == "random":  # k of the tweet's own tokens (all of them when it has fewer)
-        draws = np.random.default_rng(0).random(rows.shape)
-        masks = topk_of_abs(np.where(rows > 0, 1.0 + draws, 0.0), k)
+    elif method == "random":
+        masks = random_present(rows, k, 0)
     elif method == "first_k":
         masks = np.broadcast_to(np.arange(rows.shape[1]) < k, rows.shape).astype(float)
     else:
