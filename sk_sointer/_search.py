@@ -205,6 +205,20 @@ class ModelRefinement(BaseEstimator):
         Share of ``max_queries`` spent on the greedy search whose subsets the selector
         imitates; the rest pays for the epochs. ``0`` trains by the score-function
         gradient alone.
+    in_distribution : float, default=0.3
+        Weight, from 0 to 1, of an in-distribution judge in the reward and in the choice of
+        the selector kept: EVAL-X's predictor (Jethani et al., 2021), trained at fit on
+        random masks of the training rows against the model's outputs (no query), judges
+        what the kept values themselves tell about the answer, where the model at the fill
+        also reads the baseline of the left-out features. The reward becomes ``(1 - w)``
+        times the model's plus ``w`` times the predictor's (the same reward, its output in
+        place of the model's), and the selector kept is the one whose
+        ``(1 - w) * fidelity + w * predictor agreement`` is highest. ``0``: the model
+        alone. Ignored with token ids (``tokens=True``), whose masked rows a feature
+        predictor cannot read.
+    judge_epochs : int, default=50
+        Epochs of the in-distribution judge's training (with ``in_distribution > 0``), on
+        at most 10,000 of the training rows, drawn with the explainer's seed.
     max_seconds : float, default=None
         Time budget of the refinement, in seconds (``None``: none). Checked before every
         step and between chunks of the greedy search: once it has passed, the epoch under
@@ -232,12 +246,14 @@ class ModelRefinement(BaseEstimator):
         "n_eval_rows": [Interval(Integral, 1, None, closed="left")],
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
         "imitate_share": [Interval(Real, 0, 1, closed="both")],
+        "in_distribution": [Interval(Real, 0, 1, closed="both")],
+        "judge_epochs": [Interval(Integral, 1, None, closed="left")],
         "max_seconds": [Interval(Real, 0, None, closed="neither"), None],
     }
 
     def __init__(self, *, max_queries=1_000_000, max_epochs=100, n_samples=8, batch_size=128,
                  lr=3e-3, log_weight=0.1, n_eval_rows=2000, n_iter_no_change=20,
-                 imitate_share=0.5, max_seconds=None):
+                 imitate_share=0.5, in_distribution=0.3, judge_epochs=50, max_seconds=None):
         self.max_queries = max_queries
         self.max_epochs = max_epochs
         self.n_samples = n_samples
@@ -247,6 +263,8 @@ class ModelRefinement(BaseEstimator):
         self.n_eval_rows = n_eval_rows
         self.n_iter_no_change = n_iter_no_change
         self.imitate_share = imitate_share
+        self.in_distribution = in_distribution
+        self.judge_epochs = judge_epochs
         self.max_seconds = max_seconds
 
     def validate(self):
@@ -319,6 +337,11 @@ class ModelJudge:
     background : ndarray of shape (n_background, n_features), default=None
         Rows whose values fill the left-out features in turn, the model's outputs
         averaged (:class:`~sk_sointer._value.MaskedValue`); ``None``: the masker's fill.
+    in_distribution : callable, default=None
+        ``in_distribution(index, group_masks)``: an in-distribution judge's outputs on rows
+        ``index`` masked so (see ``ModelRefinement(in_distribution=...)``), mixed into the
+        rewards and the fidelity with weight ``in_distribution_weight``; no query.
+    in_distribution_weight : float, default=0.0
 
     Attributes
     ----------
@@ -330,8 +353,11 @@ class ModelJudge:
     _GREEDY_ROWS = 256
 
     def __init__(self, black_box, masker, spec, X, full, *, log_weight, max_queries=None,
-                 max_seconds=None, background=None):
+                 max_seconds=None, background=None, in_distribution=None,
+                 in_distribution_weight=0.0):
         self.black_box = black_box
+        self.in_distribution = in_distribution
+        self.in_distribution_weight = in_distribution_weight if in_distribution else 0.0
         self.masker = masker
         self.background = background
         self.value = MaskedValue(self._predict, masker, background)
@@ -377,6 +403,11 @@ class ModelJudge:
         """Minus the model's reward for rows ``index`` masked by 0/1 ``group_masks``."""
         masked = self.value.masked_groups(self.X[index], group_masks)
         reward = keep_reward(self.full[index], masked, self.spec, log_weight=self.log_weight)
+        weight = self.in_distribution_weight
+        if weight:
+            judged = keep_reward(self.full[index], self.in_distribution(index, group_masks),
+                                 self.spec, log_weight=self.log_weight)
+            reward = (1 - weight) * reward + weight * judged
         return -reward.astype(np.float32)
 
     def greedy(self, index, k):
@@ -392,6 +423,20 @@ class ModelJudge:
                 self._predict, self.X[rows], self.masker, self.spec, k, full=self.full[rows],
                 log_weight=self.log_weight, background=self.background)
         return chosen
+
+    def judged(self, index, group_masks):
+        """``(value, fidelity)`` of rows ``index`` masked by ``group_masks``: the
+        :meth:`fidelity`, and the value the refinement keeps its best selector by, that
+        fidelity mixed with the in-distribution judge's agreement when it has a weight."""
+        fidelity = self.fidelity(index, group_masks)
+        weight = self.in_distribution_weight
+        if not weight:
+            return fidelity, fidelity
+        agreement = output_agreement(self.full[index], self.in_distribution(index, group_masks),
+                                     self.spec, multioutput="raw_values")
+        agreement = float(agreement.mean() if self.spec.target is None
+                          else agreement[self.spec.target])
+        return (1 - weight) * fidelity + weight * agreement, fidelity
 
     def fidelity(self, index, group_masks):
         """What ``score`` measures, on rows ``index`` masked by ``group_masks`` (on the

@@ -130,6 +130,9 @@ class Problem:
         return params
 
 
+# Most training rows the refinement's in-distribution judge is trained on.
+_JUDGE_ROWS = 10_000
+
 # The explainers that read token ids add this to their constraints.
 TOKENS_CONSTRAINT = {"tokens": ["boolean"]}
 
@@ -447,7 +450,10 @@ class BaseExplainer(
             return
         judge = ModelJudge(problem.black_box, problem.masker, problem.output_spec, X,
                            outputs, log_weight=refine.log_weight,
-                           background=getattr(self, "background_", None))
+                           background=getattr(self, "background_", None),
+                           in_distribution=self._in_distribution_judge(problem, X, outputs,
+                                                                       refine),
+                           in_distribution_weight=refine.in_distribution)
         callbacks = []
         if self.verbose:
             import sys
@@ -465,6 +471,30 @@ class BaseExplainer(
             [keep_best.start_fidelity_, *net.history[:, "model_fidelity"]], dtype=np.float64
         )
         self.n_model_queries_ = judge.n_queries
+
+    def _in_distribution_judge(self, problem, X, outputs, refine):
+        """``in_distribution(index, group_masks)``: the outputs of EVAL-X's predictor,
+        trained here on random masks of ``X``, on those rows masked so; ``None`` when the
+        refinement gives it no weight or the rows are token ids (see
+        ``ModelRefinement(in_distribution=)``)."""
+        masker = problem.masker
+        if not refine.in_distribution or masker.tokens:  # token ids: see ModelRefinement
+            return None
+        X_scaled = masker.standardize(X).astype(np.float32)
+        targets = problem.output_spec.standardize(outputs)
+        # A bounded cost on large tables: trained on at most _JUDGE_ROWS rows, drawn with
+        # torch's generator (seeded by fit) only when there are more.
+        rows = slice(None) if len(X) <= _JUDGE_ROWS else \
+            np.sort(torch.randperm(len(X))[:_JUDGE_ROWS].numpy())
+        judge = self.net_.in_distribution_judge(X_scaled[rows], targets[rows],
+                                                max_epochs=refine.judge_epochs)
+
+        def predict(rows, feature_masks):
+            return judge.predict_masked(torch.as_tensor(rows), torch.as_tensor(feature_masks))\
+                .cpu().numpy()
+
+        return lambda index, group_masks: in_chunks(
+            predict, X_scaled[index], masker.expand(group_masks).astype(np.float32))
 
     def _check_params(self, problem):
         k = self._check_k()

@@ -129,7 +129,9 @@ def test_score_function_loss_is_an_unbiased_gradient_of_the_expected_cost():
 
 # The score-function gradient alone (no greedy targets: on the switch, a greedy search is
 # myopic, as x2 matters only with x0).
-REFINE = ModelRefinement(max_queries=200_000, max_epochs=40, batch_size=64, imitate_share=0.0)
+# The model alone judges (no in-distribution judge): these tests follow its reward.
+REFINE = ModelRefinement(max_queries=200_000, max_epochs=40, batch_size=64, imitate_share=0.0,
+                         in_distribution=0.0)
 
 
 def _k_explainers():

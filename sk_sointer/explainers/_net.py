@@ -33,7 +33,7 @@ from skorch.dataset import Dataset, get_len, unpack_data
 from skorch.utils import TeeGenerator, to_tensor
 from torch.utils.data import Subset
 
-from .._networks import build_network
+from .._networks import MLP, build_network
 from .._outputs import OutputLoss, output_values
 from .._utils import PortableNet, _store_params, in_chunks
 from .._topk import topk_mask
@@ -400,6 +400,19 @@ class SelectorJudgeNet(UpdateSteps, PortableNet, NeuralNet):
             raw = self.judge_raw(X.to(device), feature_masks.to(device))
             return output_values(raw, self.output_spec)
 
+    def in_distribution_judge(self, X, targets, *, max_epochs):
+        """EVAL-X's predictor over this net's problem, trained on random masks of the
+        standardised rows ``X`` against the model's standardised outputs ``targets`` (the
+        architecture of :class:`~sk_sointer.metrics.EvalXEvaluator`, its mask appended):
+        the in-distribution judge of the refinement (``ModelRefinement(in_distribution=)``).
+        Returns the fitted :class:`~sk_sointer.explainers._random_mask.JudgeNet`."""
+        from ._random_mask import JudgeNet  # a subclass of this one
+
+        judge = JudgeNet(MLP(hidden_units=(200, 200), batch_norm=True), masks="random",
+                         max_epochs=max_epochs, batch_size=min(256, len(X)), lr=1e-3,
+                         **{**self.phase_params(), "append_mask": True})
+        return judge.fit(X, targets)
+
     def refine(self, net_input, model_judge, refinement, *, k, callbacks=()):
         """Refine the fitted selector (``module_``, in place) against the black box.
 
@@ -641,7 +654,8 @@ class ModelJudgedNet(SelectorJudgeNet):
 
 class KeepBestByModel(Callback):
     """Keeps the selector whose top-k masks of the evaluation rows the model judges most
-    faithful, from the start of training (the method's own selector) on; stops after
+    faithful (mixed with the in-distribution judge's agreement when the refinement gives it
+    a weight), from the start of training (the method's own selector) on; stops after
     ``patience`` epochs without a better one, or when the model judge's budget cannot pay
     for another epoch's step and evaluation. Records ``model_fidelity`` per epoch."""
 
@@ -650,21 +664,20 @@ class KeepBestByModel(Callback):
         self.index = index
         self.patience = patience
 
-    def _fidelity(self, net):
+    def _judged(self, net):
         masks = net.group_masks(self.net_input[self.index], net.k)
-        return net.model_judge.fidelity(self.index, masks)
+        return net.model_judge.judged(self.index, masks)
 
     def on_train_begin(self, net, **kwargs):
-        self.best_ = self._fidelity(net)
-        self.start_fidelity_ = self.best_
+        self.best_, self.start_fidelity_ = self._judged(net)
         self.best_state_ = copy.deepcopy(net.module_.state_dict())
         self.stale_ = 0
 
     def on_epoch_end(self, net, **kwargs):
-        fidelity = self._fidelity(net)
+        judged, fidelity = self._judged(net)
         net.history.record("model_fidelity", fidelity)
-        if fidelity > self.best_:
-            self.best_, self.stale_ = fidelity, 0
+        if judged > self.best_:
+            self.best_, self.stale_ = judged, 0
             self.best_state_ = copy.deepcopy(net.module_.state_dict())
         else:
             self.stale_ += 1
