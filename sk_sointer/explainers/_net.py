@@ -231,6 +231,9 @@ class SelectorJudgeNet(UpdateSteps, PortableNet, NeuralNet):
     judge = None
     # False: ``module`` is the judge itself (an evaluator without a selector).
     selector = True
+    # The net class of the refinement's in-distribution judge (in_distribution_judge):
+    # EVAL-X's JudgeNet, a subclass of this one, set where it is defined (_random_mask).
+    in_distribution_net = None
 
     def __init__(self, module, *, masker, output_spec, append_mask=False,
                  selector_in_features=None, input_shape=None, n_tokens=None, data_on_device=True,
@@ -406,11 +409,10 @@ class SelectorJudgeNet(UpdateSteps, PortableNet, NeuralNet):
         architecture of :class:`~sk_sointer.metrics.EvalXEvaluator`, its mask appended):
         the in-distribution judge of the refinement (``ModelRefinement(in_distribution=)``).
         Returns the fitted :class:`~sk_sointer.explainers._random_mask.JudgeNet`."""
-        from ._random_mask import JudgeNet  # a subclass of this one
-
-        judge = JudgeNet(MLP(hidden_units=(200, 200), batch_norm=True), masks="random",
-                         max_epochs=max_epochs, batch_size=min(256, len(X)), lr=1e-3,
-                         **{**self.phase_params(), "append_mask": True})
+        judge = self.in_distribution_net(
+            MLP(hidden_units=(200, 200), batch_norm=True), masks="random",
+            max_epochs=max_epochs, batch_size=min(256, len(X)), lr=1e-3,
+            **{**self.phase_params(), "append_mask": True})
         return judge.fit(X, targets)
 
     def refine(self, net_input, model_judge, refinement, *, k, callbacks=()):
