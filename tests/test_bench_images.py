@@ -76,8 +76,8 @@ def test_the_stored_records_render_the_readme_table():
     text = bench.main(["images", "--render", str(RESULTS_DIR / "images_full.json")])
     rows = [[cell.strip() for cell in line.split("|")[1:-1]] for line in text.splitlines()
             if line.startswith("   |")]
-    assert ["L2X", "97.2 ± 1.5", "70.0 ± 13.1", "94.7 ± 0.6", "8.2", "11.1 ± 0.6",
-            "0.01 ± 0.00111"] in rows
+    assert ["L2X", "97.3 ± 0.6", "58.7 ± 2.6", "95.7 ± 0.8", "8.2", "120.7 ± 4.0",
+            "0.00484 ± 0.000711"] in rows
     assert "accuracy 97.5 % on them" in " ".join(text.split())
 
 
