@@ -489,9 +489,9 @@ class BaseExplainer(
         judge = self.net_.in_distribution_judge(X_scaled[rows], targets[rows],
                                                 max_epochs=refine.judge_epochs)
 
-        def predict(rows, feature_masks):
-            return judge.predict_masked(torch.as_tensor(rows), torch.as_tensor(feature_masks))\
-                .cpu().numpy()
+        def predict(scaled, feature_masks):
+            outputs = judge.predict_masked(torch.as_tensor(scaled), torch.as_tensor(feature_masks))
+            return outputs.cpu().numpy()
 
         return lambda index, group_masks: in_chunks(
             predict, X_scaled[index], masker.expand(group_masks).astype(np.float32))
