@@ -28,6 +28,8 @@ from sklearn.preprocessing import LabelBinarizer
 from sklearn.utils.multiclass import type_of_target
 from torch import nn
 
+from ._utils import device_copies
+
 KINDS = ("categorical", "bernoulli", "real")
 
 
@@ -125,7 +127,7 @@ class OutputSpec:
 
     def kind_columns(self, device):
         """:attr:`column_kinds` with its index tensors on ``device``, copied there once."""
-        cache = self.__dict__.setdefault("_on_device", {})
+        cache = device_copies(self)
         if device not in cache:
             bernoulli, real, categorical = self.column_kinds
             cache[device] = ColumnKinds(bernoulli.to(device), real.to(device), categorical)

@@ -11,11 +11,12 @@ masked row?) and the rows that fail are searched further:
   restores it (``n_groups`` queries a round); a swap is kept only when it improves the
   row's reward (:func:`~sk_sointer._search.keep_reward`);
 - with a selection of its own size (``k=None``), by *additions*: each round adds the
-  unselected group that best keeps the answer.
+  unselected group that best keeps the answer, until the mask holds (with every group
+  it does).
 
 A row's search stops as soon as its mask holds, when no swap improves it, or when its
-budget is spent; its best mask is kept, so a repaired mask keeps the answer at least as
-well as the selector's (by the reward).
+budget is spent; with ``k`` its best mask is kept, so a repaired mask keeps the answer at
+least as well as the selector's (by the reward).
 """
 
 from numbers import Integral, Real
@@ -42,7 +43,8 @@ class RowRepair(BaseEstimator):
     ----------
     max_queries : int or None, default=None
         Masked rows a failing row may send to the model. ``None``: ``k * n_groups``, about
-        what a per-row greedy search costs (``k`` rounds of the search).
+        what a per-row greedy search costs (``k`` rounds of the search); with ``k=None``,
+        ``n_groups`` (one addition to a mask of one group costs ``n_groups - 1``).
     tol : float, default=0.1
         A regression output is kept when it moves by at most ``tol`` times its spread.
     log_weight : float, default=0.1
@@ -160,7 +162,7 @@ class _Search:
                 base, taken_out = self.masks[part], np.zeros(self.masks[part].shape, bool)
                 if k is not None:
                     base, taken_out = self._take_out(part, base)
-                active[part[~self._put_in(part, base, taken_out)]] = False
+                active[part[~self._put_in(part, base, taken_out, grow=k is None)]] = False
 
     def _take_out(self, rows, masks):
         """Each row's masks without the selected group whose removal keeps the answer best,
@@ -176,10 +178,12 @@ class _Search:
         taken_out[np.arange(n_rows), selected[np.arange(n_rows), best]] = True
         return candidates[np.arange(n_rows), best], taken_out
 
-    def _put_in(self, rows, masks, taken_out):
+    def _put_in(self, rows, masks, taken_out, grow=False):
         """Add to each row's masks the group, neither selected nor just taken out (putting
         it back is no swap), that keeps the answer best; keep the result where it beats the
-        row's mask so far. Whether each row improved."""
+        row's mask so far, or always when the masks ``grow`` (``k=None``: a larger mask
+        that holds is worth more than a smaller one that fails). Whether each row took
+        the new mask."""
         n_rows, n_groups = masks.shape
         excluded = masks | taken_out
         n_out = n_groups - int(excluded[0].sum())
@@ -193,6 +197,8 @@ class _Search:
         outputs, rewards = self._try(rows, candidates)
         best = rewards.argmax(axis=1)
         improved = rewards[np.arange(n_rows), best] > self.reward[rows] + 1e-12
+        if grow:
+            improved[:] = True
         kept = rows[improved]
         self.masks[kept] = candidates[np.arange(n_rows), best][improved]
         self.reward[kept] = rewards[np.arange(n_rows), best][improved]

@@ -63,10 +63,9 @@ def topk_mask(scores, k, *, out=None, overwrite_scores=False):
 
     ``scores`` is a tensor (the mask is a tensor of its dtype, on its device) or an ndarray
     (the mask is float32, or written into ``out``, a float array of the scores' shape, and
-    returned). The fast path keeps every score at least as large as the k-th largest; rows
-    where a tie at that boundary would keep more than k fall back to a stable sort, which
-    makes the tie-break deterministic (``torch.topk`` does not promise which of two equal
-    scores it returns). On an ndarray NumPy's partition finds the k-th largest score, faster
+    returned). The tie-break is deterministic (``torch.topk`` does not promise which of two
+    equal scores it returns): of the scores equal to the k-th largest, those of the lowest
+    indices are kept. On an ndarray NumPy's partition finds the k-th largest score, faster
     than a sort (and on the CPU than ``torch.topk``): this runs on every explained row. On
     wide rows with a small ``k``, ``k`` rounds of argmax are faster still; they knock each
     winner out of a copy of the scores, or of the scores themselves with
@@ -78,12 +77,14 @@ def topk_mask(scores, k, *, out=None, overwrite_scores=False):
         return _topk_mask_numpy(scores, k, out, overwrite_scores)
     if out is not None:
         raise TypeError("out is only supported for ndarray scores.")
+    # Every score above the k-th largest is kept, and of the scores equal to it the first
+    # ones, in index order, until k are kept: no row is asked whether it has a tie, so
+    # nothing waits for the device (a training step calls this inside a CUDA graph).
     kth = torch.topk(scores, k, dim=-1).values[..., -1:]
-    mask = scores >= kth
-    tied = mask.sum(-1) != k
-    if bool(tied.any()):
-        order = torch.sort(scores[tied], dim=-1, descending=True, stable=True).indices[..., :k]
-        mask[tied] = torch.zeros_like(mask[tied]).scatter_(-1, order, True)
+    above = scores > kth
+    at = scores == kth
+    room = k - above.sum(-1, keepdim=True)
+    mask = above | (at & (at.cumsum(-1) <= room))
     return mask.to(scores.dtype)
 
 

@@ -34,6 +34,18 @@ class PortableNet:
         super().__setstate__(state)
 
 
+def device_copies(owner, name="_on_device"):
+    """The dict in which ``owner`` keeps its tensors' device copies (its attribute
+    ``name``), made on first use. Read and set as a plain attribute, past any
+    ``__setattr__`` (a frozen dataclass, a skorch net): ``torch.compile`` traces that, and
+    in some torch releases (2.11) not ``__dict__.setdefault``."""
+    copies = getattr(owner, name, None)
+    if copies is None:
+        copies = {}
+        object.__setattr__(owner, name, copies)
+    return copies
+
+
 def inference_chunk(device, n_columns):
     """Rows per chunk at explanation time on ``device`` for rows of ``n_columns`` values."""
     if device.type != "cpu":

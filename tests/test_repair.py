@@ -125,14 +125,25 @@ def test_repair_budget_bounds_the_search(switch, weak):
     assert report.n_queries == 2 * len(X) + 6 * report.n_failed
 
 
-def test_repair_without_k_adds_groups_until_the_answer_holds(switch):
+@pytest.mark.parametrize("seed", [0, 1])
+def test_repair_without_k_adds_groups_until_the_answer_holds(switch, seed):
     X, model = switch
+    # A budget that pays for additions from one group up to all six (5 + 4 + ... + 1
+    # queries): every row can then grow until its answer holds. The default (n_groups a
+    # row) pays for about one addition.
     explainer = HardKumaExplainer(k=None, max_epochs=2, predictor_epochs=1, batch_size=64,
-                                  repair="model", random_state=0).fit(X, black_box=model)
+                                  repair=RowRepair(max_queries=15),
+                                  random_state=seed).fit(X, black_box=model)
     masks = explainer.transform(X)
-    assert masks.sum(axis=1).min() >= 1
-    assert explainer.check(X, masks).holds.mean() >= explainer.repair_report_.holds.mean()
-    assert explainer.repair_report_.holds.all()  # with every feature, the answer is kept
+    report = explainer.repair_report_
+    assert masks.sum(axis=1).min() >= 1 and report.n_failed > 0
+    assert explainer.check(X, masks).holds.mean() >= report.holds.mean()
+    assert report.holds.all()  # with every feature, the answer is kept
+    # Rows that held keep the selector's mask; the others only grew.
+    plain = clone(explainer).set_params(repair=None).fit(X, black_box=model).transform(X)
+    held = explainer.check(X, plain).holds
+    np.testing.assert_array_equal(masks[held], plain[held])
+    assert (masks >= plain).all() and (masks.sum(axis=1) > plain.sum(axis=1))[~held].all()
 
 
 def test_repaired_regression_masks_get_near_the_greedy_search():

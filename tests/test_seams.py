@@ -33,6 +33,8 @@ class _RecordingL2X(L2XExplainer):
         type(self).pretrained = (problem, X_scaled.copy(), targets.copy())
 
     def _selector_input(self, X_scaled, X, outputs=None):
+        if isinstance(X_scaled, torch.Tensor):  # explained on an accelerator: a tensor there
+            return torch.cat([X_scaled, X_scaled.new_ones(len(X_scaled), 1)], dim=1)
         return np.c_[X_scaled, np.ones(len(X_scaled), dtype=np.float32)]
 
 

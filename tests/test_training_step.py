@@ -24,6 +24,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from sk_sointer import (EnergyNet, HardKumaExplainer, L2XExplainer, MEEDExplainer,
                         RealXExplainer, SOInterExplainer)
+from sk_sointer._topk import topk_mask
 from sk_sointer.explainers._net import UpdateSteps
 from sk_sointer.metrics import EvalXEvaluator
 
@@ -195,6 +196,17 @@ def test_every_update_compiles_whole_to_the_eager_value(step, step_reports):
 def test_no_update_waits_for_the_device(step, step_reports):
     for check in step_reports[STEPS[step]]:
         assert check["syncs"] == [], check
+
+
+def test_the_top_k_of_a_tensor_waits_for_nothing_and_breaks_ties_to_lower_indices():
+    # SOInter's interpreter takes the top-k of its relaxed draws in every step: a branch on
+    # whether a row has ties would wait for the device (and fail a CUDA graph's capture).
+    scores = torch.tensor([[0.5, 2.0, 2.0, 2.0, 0.1], [1.0, 1.0, 1.0, 1.0, 1.0],
+                           [3.0, -1.0, 2.0, 0.0, 1.0]])
+    with HostSyncs() as recorder:
+        mask = topk_mask(scores, 2)
+    assert recorder.seen == []
+    np.testing.assert_array_equal(mask, [[0, 1, 1, 0, 0], [1, 1, 0, 0, 0], [1, 0, 1, 0, 0]])
 
 
 def test_the_steps_checked_are_every_step_the_fits_took(step_reports):

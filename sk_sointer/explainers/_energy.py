@@ -44,7 +44,7 @@ from skorch import NeuralNet
 from skorch.utils import to_tensor
 
 from .._networks import EnergyMLP, build_network
-from .._utils import PortableNet, _store_params
+from .._utils import PortableNet, _store_params, device_copies
 from ._net import Update, UpdateSteps, index_batches
 
 
@@ -94,7 +94,7 @@ class Configurations:
     def _tables(self, device):
         """The lookup tables on ``device``, copied there once: ``(binary, columns, first,
         second)``."""
-        cache = self.__dict__.setdefault("_on_device", {})  # absent from older pickles
+        cache = device_copies(self)  # absent from older pickles
         if device not in cache:
             tables = (self._binary, self._columns, *self._pairs)
             cache[device] = tuple(table.to(device) for table in tables)
@@ -112,7 +112,7 @@ class Configurations:
 
     def index(self, codes):
         """Position of configurations ``codes`` in :meth:`all` (mixed radix)."""
-        cache, key = self.__dict__.setdefault("_on_device", {}), ("strides", codes.device)
+        cache, key = device_copies(self), ("strides", codes.device)
         if key not in cache:  # enumerated configurations only: their strides fit in int64
             strides = np.concatenate([np.cumprod(self.states[::-1])[::-1][1:], [1]])
             cache[key] = torch.as_tensor(strides, device=codes.device)
@@ -392,7 +392,7 @@ class EnergyModel(UpdateSteps, PortableNet, NeuralNet):
         return self.configurations.n_configurations <= self.max_configurations
 
     def _table(self, device):
-        cache = self.__dict__.setdefault("_tables", {})
+        cache = device_copies(self, "_tables")
         if device not in cache:
             codes = self.configurations.all().to(device)
             cache[device] = (codes, self.configurations.encode(codes))

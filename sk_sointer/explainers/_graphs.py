@@ -231,9 +231,24 @@ class _CudaGraphs:
         """``(graph, outputs)``: the kernels of ``run()`` recorded, not run; ``replay``
         runs them and overwrites the outputs."""
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            out = run()
+        try:
+            with torch.cuda.graph(graph):
+                out = run()
+        except Exception:
+            _CudaGraphs.end_generator_capture()
+            raise
         return graph, out
+
+    @staticmethod
+    def end_generator_capture():
+        """Take the device's random generator out of capture after a capture that failed.
+
+        A capture that fails ends before torch tells the generator it is over, and every
+        later random draw outside a graph then fails ("Offset increment outside graph
+        capture"), the eager fallback's first. A capture that ends cleanly tells it: one
+        of a single fill is made and dropped."""
+        with torch.cuda.graph(torch.cuda.CUDAGraph()):
+            torch.empty(1, device="cuda").fill_(0.0)
 
 
 _CUDA = _CudaGraphs()
