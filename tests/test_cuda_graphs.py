@@ -58,7 +58,7 @@ class FakeCuda:
         self.warm_ups += 1
         return run()
 
-    def capture(self, run):
+    def capture(self, device, run):
         if self.fail:
             raise RuntimeError("operation not permitted when stream is capturing")
         out = run()

@@ -151,7 +151,7 @@ class _StepGraph:
         self.X, self.targets = X.clone(), targets.clone()
         self.settings = _settings(updates)
         self.graph, self.record = _CUDA.capture(
-            lambda: net.run_updates(updates, self.X, self.targets))
+            X.device, lambda: net.run_updates(updates, self.X, self.targets))
 
     def replay(self, X, targets):
         """The step on a batch: copied in, replayed; the record cloned out, since the next
@@ -227,28 +227,29 @@ class _CudaGraphs:
         return out
 
     @staticmethod
-    def capture(run):
-        """``(graph, outputs)``: the kernels of ``run()`` recorded, not run; ``replay``
-        runs them and overwrites the outputs."""
+    def capture(device, run):
+        """``(graph, outputs)``: the kernels of ``run()`` on ``device`` recorded, not run;
+        ``replay`` runs them and overwrites the outputs."""
         graph = torch.cuda.CUDAGraph()
-        try:
-            with torch.cuda.graph(graph):
-                out = run()
-        except Exception:
-            _CudaGraphs.end_generator_capture()
-            raise
+        with torch.cuda.device(device):
+            try:
+                with torch.cuda.graph(graph):
+                    out = run()
+            except Exception:
+                _CudaGraphs.end_generator_capture(device)
+                raise
         return graph, out
 
     @staticmethod
-    def end_generator_capture():
-        """Take the device's random generator out of capture after a capture that failed.
+    def end_generator_capture(device):
+        """Take ``device``'s random generator out of capture after a capture that failed.
 
         A capture that fails ends before torch tells the generator it is over, and every
         later random draw outside a graph then fails ("Offset increment outside graph
         capture"), the eager fallback's first. A capture that ends cleanly tells it: one
         of a single fill is made and dropped."""
         with torch.cuda.graph(torch.cuda.CUDAGraph()):
-            torch.empty(1, device="cuda").fill_(0.0)
+            torch.empty(1, device=device).fill_(0.0)
 
 
 _CUDA = _CudaGraphs()
