@@ -200,7 +200,8 @@ class ModelRefinement(BaseEstimator):
         Training rows whose top-k masks are scored after every epoch, to keep the best
         selector.
     n_iter_no_change : int, default=20
-        Stop after this many epochs without a better selector.
+        Stop after this many epochs without a better selector, counted once the greedy
+        targets no longer weigh in (from half of the epochs on).
     imitate_share : float, default=0.5
         Share of ``max_queries`` spent on the greedy search whose subsets the selector
         imitates; the rest pays for the epochs. ``0`` trains by the score-function

@@ -658,7 +658,8 @@ class KeepBestByModel(Callback):
     """Keeps the selector whose top-k masks of the evaluation rows the model judges most
     faithful (mixed with the in-distribution judge's agreement when the refinement gives it
     a weight), from the start of training (the method's own selector) on; stops after
-    ``patience`` epochs without a better one, or when the model judge's budget cannot pay
+    ``patience`` epochs without a better one once the greedy targets no longer weigh in
+    (:meth:`ModelJudgedNet._imitation_weight`), or when the model judge's budget cannot pay
     for another epoch's step and evaluation. Records ``model_fidelity`` per epoch."""
 
     def __init__(self, net_input, index, *, patience):
@@ -681,7 +682,9 @@ class KeepBestByModel(Callback):
         if judged > self.best_:
             self.best_, self.stale_ = judged, 0
             self.best_state_ = copy.deepcopy(net.module_.state_dict())
-        else:
+        elif net._imitation_weight() == 0:
+            # Epochs still pulled toward the greedy targets do not count: the score-function
+            # gradient alone gets ``patience`` epochs after them to improve on their best.
             self.stale_ += 1
         # Also stop when the budget (queries or time) cannot pay for a step of the next
         # epoch and its evaluation.
