@@ -2,12 +2,18 @@
 
     python .ci/gpu_refine.py OUT [N_ROWS]        (.ci/gpu refine OUT runs it)
 
+Measured on an H200 on 2026-11-27 (parts 1 and 3, from a scratch copy of this script):
+benchmarks/results/refine_cuda.json.
+
 1. L2X at N_ROWS x 30 (100,000 by default) explaining a torch network on the device, fitted
    with ``refine=None`` and with the default refinement: the fit's seconds split into the
    method's own training, the in-distribution judge's and the refinement's, and the host
    synchronisations of the refinement's steps (torch's sync debug mode, where they are).
    Written to OUT/refine_cuda.json.
-2. An L2X fitted on the device, saved (``sk_sointer.save``) and pickled with its rows and
+2. SOInter at N_ROWS / 10 rows of E2 (four outputs) explaining a multi-label MLP: the fit's
+   seconds split into the energy network's pre-training and the interpreter's training,
+   with the share of the interpreter's steps that ran captured.
+3. An L2X fitted on the device, saved (``sk_sointer.save``) and pickled with its rows and
    masks (OUT/fitted.tar): on a CPU machine, ``load`` and ``pickle.load`` must give the same
    masks without a warning.
 """
@@ -123,6 +129,30 @@ def refinement_share(X, model):
     return row
 
 
+def sointer_share(n_rows):
+    from sklearn.neural_network import MLPClassifier
+
+    from sk_sointer import SOInterExplainer
+    from sk_sointer.datasets import make_structured_output
+    from sk_sointer.explainers._sointer import SOInterExplainer as Explainer
+
+    X, Y, _ = make_structured_output(n_rows, energy="E2", random_state=0)
+    model = MLPClassifier(hidden_layer_sizes=(64,), max_iter=200, random_state=0).fit(X, Y)
+    seconds = {}
+    timed(Explainer, "_pretrain", "energy_s", seconds)
+    timed(Explainer, "_train", "interpreter_s", seconds)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sync()
+        start = time.perf_counter()
+        explainer = SOInterExplainer(k=4, target=0, random_state=0,
+                                     device=device.type).fit(X, black_box=model)
+        sync()
+    eager = sorted({str(w.message)[:160] for w in caught if "eagerly" in str(w.message)})
+    return {"n_rows": n_rows, "fit_s": time.perf_counter() - start, **seconds,
+            "n_iter": int(explainer.n_iter_), "eager_warnings": eager}
+
+
 def fitted_for_the_cpu(path):
     rows = np.random.RandomState(0).randn(2000, 10).astype(np.float32)
     model = LogisticRegression().fit(rows, (rows[:, 0] + rows[:, 1] > 0).astype(int))
@@ -143,7 +173,8 @@ if __name__ == "__main__":
     X, model, accuracy = black_box(n_rows)
     report = {"device": (torch.cuda.get_device_name() if device.type == "cuda" else "cpu"),
               "torch": torch.__version__, "n_rows": n_rows, "n_features": X.shape[1],
-              "black_box_accuracy": accuracy, "l2x": refinement_share(X, model)}
+              "black_box_accuracy": accuracy, "l2x": refinement_share(X, model),
+              "sointer": sointer_share(max(n_rows // 10, 1000))}
     with open(os.path.join(out, "refine_cuda.json"), "w") as file:
         json.dump(report, file, indent=1)
     fitted_for_the_cpu(os.path.join(out, "fitted.tar"))
