@@ -448,8 +448,11 @@ class BaseExplainer(
         self.refinement_fidelity_ = None
         if refine is None or problem.black_box is None or self.k_ is None:
             return
+        n_rows = len(X)
+        X, net_input, outputs = self._with_synthetic_rows(problem, refine, X, net_input,
+                                                          outputs)
         judge = ModelJudge(problem.black_box, problem.masker, problem.output_spec, X,
-                           outputs, log_weight=refine.log_weight,
+                           outputs, spent=len(X) - n_rows, log_weight=refine.log_weight,
                            background=getattr(self, "background_", None),
                            in_distribution=self._in_distribution_judge(problem, X, outputs,
                                                                        refine),
@@ -459,11 +462,13 @@ class BaseExplainer(
             import sys
 
             name = f"{type(self).__name__} refining against the model"
-            sys.stderr.write(f"{name}: {len(X):,} rows, a budget of {refine.max_queries:,} "
-                             "queries\n")
+            synthetic = f" (and {len(X) - n_rows:,} synthetic)" if len(X) > n_rows else ""
+            sys.stderr.write(f"{name}: {n_rows:,} rows{synthetic}, a budget of "
+                             f"{refine.max_queries:,} queries\n")
             sys.stderr.flush()
             callbacks.append(("refine_progress", _RefineProgress(judge, name)))
-        net = self.net_.refine(net_input, judge, refine, k=self.k_, callbacks=callbacks)
+        net = self.net_.refine(net_input, judge, refine, k=self.k_, n_judged=n_rows,
+                               callbacks=callbacks)
         if net is None:  # a budget too small to judge the selector once: none refined
             return
         keep_best = dict(net.callbacks_)["keep_best"]
@@ -471,6 +476,23 @@ class BaseExplainer(
             [keep_best.start_fidelity_, *net.history[:, "model_fidelity"]], dtype=np.float64
         )
         self.n_model_queries_ = judge.n_queries
+
+    def _with_synthetic_rows(self, problem, refine, X, net_input, outputs):
+        """The training rows, what the selector sees of them and the model's outputs on
+        them, each followed by the same of the refinement's synthetic rows (see
+        ``ModelRefinement(min_rows=)``), whose outputs the model gives here; none are made
+        of images or token ids."""
+        background = getattr(self, "background_", None)
+        n_new = refine.n_synthetic(len(X), 1 if background is None else len(background))
+        if not n_new or problem.layout.image_shape is not None or problem.masker.tokens:
+            return X, net_input, outputs
+        synthetic = refine.synthetic_rows(X, problem.masker, n_new,
+                                          int(torch.randint(2**31 - 1, ()).item()))
+        answers = in_chunks(problem.black_box.predict, synthetic)
+        seen = self._selector_input(problem.masker.standardize(synthetic), synthetic,
+                                    problem.output_spec.standardize(answers))
+        return (np.concatenate([X, synthetic]), np.concatenate([net_input, seen]),
+                np.concatenate([outputs, answers]))
 
     def _in_distribution_judge(self, problem, X, outputs, refine):
         """``in_distribution(index, group_masks)``: the outputs of EVAL-X's predictor,

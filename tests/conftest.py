@@ -12,6 +12,19 @@ import sk_sointer
 torch.set_num_threads(1)
 
 
+@pytest.fixture(autouse=True)
+def _refine_on_the_training_rows(request, monkeypatch):
+    """The refinement runs on the training rows alone (``ModelRefinement(min_rows=0)``)
+    unless a test is marked ``synthetic_rows`` or sets ``min_rows`` itself. The default
+    completes a small table to 5,000 rows, which makes every fit on a test's few hundred
+    rows two to three times slower and the suite minutes longer; the tests of the synthetic
+    rows (tests/test_model_judge.py) and the marked ones run the default, the real-tables
+    benchmark measures it."""
+    if request.node.get_closest_marker("synthetic_rows") is None:
+        defaults = {**sk_sointer.ModelRefinement.__init__.__kwdefaults__, "min_rows": 0}
+        monkeypatch.setattr(sk_sointer.ModelRefinement.__init__, "__kwdefaults__", defaults)
+
+
 def fast_explainers():
     """One quickly trained instance of every public explainer, for the shared checks."""
     instances = [sk_sointer.L2XExplainer(k=1, max_epochs=3, batch_size=32, random_state=0)]

@@ -141,8 +141,8 @@ def test_grid_search_with_a_model(explainer, linear_data, routing):
         if explainer._requires_model:
             model = multi_output_model(X, model)
         # The search's plumbing is under test, not the refinement: a short one (the same
-        # for every candidate) keeps its 13 fits quick.
-        candidate = clone(explainer).set_params(refine=ModelRefinement(max_epochs=5))
+        # for every candidate, on the training rows alone) keeps its 13 fits quick.
+        candidate = clone(explainer).set_params(refine=ModelRefinement(max_epochs=5, min_rows=0))
         search = GridSearchCV(candidate, grid, cv=3).fit(X, black_box=as_black_box(model))
     assert set(search.cv_results_["param_k"]) == {1, 2}
     # Fidelity grows with the number of kept features; the search must see that.

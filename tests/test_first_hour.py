@@ -94,6 +94,7 @@ def test_the_wrapped_model_is_never_taken_for_an_array(kind):
     (L2XExplainer, {"max_epochs": 3}),
     (RealXExplainer, {"max_epochs": 3, "predictor_epochs": 2}),
 ], ids=["l2x", "realx"])
+@pytest.mark.synthetic_rows
 def test_verbose_fit_says_what_it_does_off_a_terminal(Explainer, params, capsys):
     X, y = _rows()
     model = LogisticRegression().fit(X, y)
@@ -105,8 +106,9 @@ def test_verbose_fit_says_what_it_does_off_a_terminal(Explainer, params, capsys)
                 if line.startswith(f"{name} refining against the model: ")]
     assert re.fullmatch(rf"{name} training: epoch 1/3, loss \d+\.\d{{4}}", training[0])
     assert re.fullmatch(rf"{name} training: epoch 3/3, loss \d+\.\d{{4}}", training[-1])
-    assert refining[0] == (f"{name} refining against the model: 90 rows, a budget of "
-                           "1,000,000 queries")
+    # 90 rows are completed to 900 (ModelRefinement(min_rows=...)), and it says so.
+    assert refining[0] == (f"{name} refining against the model: 90 rows (and 810 synthetic), "
+                           "a budget of 1,000,000 queries")
     epochs = refining[1:]
     assert epochs and all(re.search(r"epoch \d+/\d+, fidelity [01]\.\d{4}, queries [\d,]+$",
                                     line) for line in epochs)

@@ -415,29 +415,34 @@ class SelectorJudgeNet(UpdateSteps, PortableNet, NeuralNet):
             **{**self.phase_params(), "append_mask": True})
         return judge.fit(X, targets)
 
-    def refine(self, net_input, model_judge, refinement, *, k, callbacks=()):
+    def refine(self, net_input, model_judge, refinement, *, k, n_judged=None, callbacks=()):
         """Refine the fitted selector (``module_``, in place) against the black box.
 
         A :class:`ModelJudgedNet` trains it on the score-function gradient of the model's
         reward (``model_judge``, a :class:`~sk_sointer._search.ModelJudge` over the training
         rows, ``net_input`` being what the selector sees of them), configured by
         ``refinement`` (a :class:`~sk_sointer._search.ModelRefinement`); the selector the
-        model judges best after an epoch, this one included, is kept. Every query is
-        paid from ``refinement``'s budget (:meth:`~sk_sointer._search.ModelRefinement.plan`),
-        and the steps it cannot pay for are not taken. Returns the refinement's net, or
-        ``None`` when the budget cannot pay for one evaluation (nothing refined); the net's
-        history records ``model_fidelity``, its ``keep_best`` callback the fidelity before
-        and after. ``callbacks`` (skorch's ``(name,
-        callback)`` pairs) are added to its own, after ``keep_best``: progress reports.
+        model judges best after an epoch, this one included, is kept, judged on rows drawn
+        from the first ``n_judged`` (the training rows, not the synthetic ones that may
+        follow them; all by default), which also bound the epochs. Every query is paid
+        from ``refinement``'s budget (:meth:`~sk_sointer._search.ModelRefinement.plan`),
+        the synthetic rows' answers already spent included, and the steps it cannot pay
+        for are not taken. Returns the refinement's net, or ``None`` when the budget cannot
+        pay for one evaluation (nothing refined); the net's history records
+        ``model_fidelity``, its ``keep_best`` callback the fidelity before and after.
+        ``callbacks`` (skorch's ``(name, callback)`` pairs) are added to its own, after
+        ``keep_best``: progress reports.
         """
         n_rows = len(net_input)
+        spent = model_judge.n_queries
         plan = refinement.plan(n_rows, k, model_judge.masker.n_groups_,
-                               model_judge.value.queries_per_row)
+                               model_judge.value.queries_per_row, spent=spent,
+                               n_training=n_judged)
         if plan is None:  # the budget cannot pay for judging the selector once
             return None
-        model_judge.set_budget(refinement.max_queries, refinement.max_seconds)
+        model_judge.set_budget(refinement.max_queries - spent, refinement.max_seconds)
         # The rows judged after every epoch: drawn once (torch's generator, seeded by fit).
-        eval_index = np.sort(torch.randperm(n_rows)[: plan.n_eval].numpy())
+        eval_index = np.sort(torch.randperm(n_judged or n_rows)[: plan.n_eval].numpy())
         imitate = None
         if plan.n_imitated:
             imitated = np.sort(torch.randperm(n_rows)[: plan.n_imitated].numpy())
