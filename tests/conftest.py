@@ -12,17 +12,21 @@ import sk_sointer
 torch.set_num_threads(1)
 
 
+# The refinement runs on the training rows alone (``ModelRefinement(min_rows=0)``) unless
+# a test is marked ``synthetic_rows`` or sets ``min_rows`` itself. The default completes a
+# small table to 5,000 rows, which makes every fit on a test's few hundred rows two to three
+# times slower and the suite minutes longer; the tests of the synthetic rows
+# (tests/test_model_judge.py) and the marked ones run the default, the real-tables benchmark
+# measures it. Set here, at import, so that fixtures of every scope fit alike.
+_DEFAULTS = sk_sointer.ModelRefinement.__init__.__kwdefaults__
+_MIN_ROWS = _DEFAULTS["min_rows"]
+_DEFAULTS["min_rows"] = 0
+
+
 @pytest.fixture(autouse=True)
-def _refine_on_the_training_rows(request, monkeypatch):
-    """The refinement runs on the training rows alone (``ModelRefinement(min_rows=0)``)
-    unless a test is marked ``synthetic_rows`` or sets ``min_rows`` itself. The default
-    completes a small table to 5,000 rows, which makes every fit on a test's few hundred
-    rows two to three times slower and the suite minutes longer; the tests of the synthetic
-    rows (tests/test_model_judge.py) and the marked ones run the default, the real-tables
-    benchmark measures it."""
-    if request.node.get_closest_marker("synthetic_rows") is None:
-        defaults = {**sk_sointer.ModelRefinement.__init__.__kwdefaults__, "min_rows": 0}
-        monkeypatch.setattr(sk_sointer.ModelRefinement.__init__, "__kwdefaults__", defaults)
+def _synthetic_rows_where_marked(request, monkeypatch):
+    if request.node.get_closest_marker("synthetic_rows") is not None:
+        monkeypatch.setitem(_DEFAULTS, "min_rows", _MIN_ROWS)
 
 
 def fast_explainers():
