@@ -25,6 +25,7 @@ NEEDS = {"sk_sointer.parallel": "dask"}
 
 
 @pytest.mark.parametrize("name", sorted(_modules_with_examples()))
+@pytest.mark.synthetic_rows  # what a user running them sees, the refinement's default
 def test_docstring_examples(name):
     if name in NEEDS:
         pytest.importorskip(NEEDS[name])

@@ -126,6 +126,7 @@ def test_quiet_fit_writes_nothing(capsys):
 
 
 @pytest.mark.slow
+@pytest.mark.synthetic_rows  # what a user running it sees, the refinement's default
 def test_readme_quick_start_prints_its_masks_next_to_the_known_answer(capsys):
     code = readme_code("Quick start")
     exec(compile(code, "README.rst", "exec"), {})
