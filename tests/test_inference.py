@@ -156,7 +156,10 @@ def test_cpu_chunks_are_bounded_in_rows_and_values():
     assert utils.inference_chunk(cpu, 10) == utils.CPU_INFERENCE_CHUNK
     assert utils.inference_chunk(cpu, 10**6) == utils.CPU_INFERENCE_VALUES // 10**6
     assert utils.inference_chunk(cpu, 10**8) == 1
-    assert utils.inference_chunk(torch.device("meta"), 10) == utils.INFERENCE_CHUNK
+    # On an accelerator, narrow rows in one chunk of a few million values, wide rows in
+    # chunks of INFERENCE_CHUNK rows.
+    assert utils.inference_chunk(torch.device("meta"), 10) == utils.DEVICE_INFERENCE_VALUES // 10
+    assert utils.inference_chunk(torch.device("meta"), 1000) == utils.INFERENCE_CHUNK
 
 
 # -- the masker's statistics and standardisation ------------------------------------------

@@ -182,17 +182,17 @@ def infidelity_loss(predicted, targets, spec):
     output, ``(1 - y) / (c - 1)`` for ``c`` classes and ``1 - p`` for a label; minus the
     squared error for a real output (no flipped target exists)."""
     flipped = targets.clone()
-    real = spec.column_kinds.real
-    for start, stop in spec.column_kinds.categorical:
+    bernoulli, real, categorical = spec.kind_columns(targets.device)
+    for start, stop in categorical:
         flipped[:, start:stop] = (1 - targets[:, start:stop]) / max(stop - start - 1, 1)
-    bernoulli = spec.column_kinds.bernoulli.to(targets.device)
     if bernoulli.numel():
-        flipped[:, bernoulli] = 1 - targets[:, bernoulli]
+        flipped.index_copy_(1, bernoulli, 1 - targets.index_select(1, bernoulli))
     loss = output_loss(predicted, flipped, spec, reduction="none")
     if real.numel():
-        columns = real.to(targets.device)
-        # output_loss adds the squared error of the real columns: count it with a minus.
-        loss = loss - 2 * ((predicted[:, columns] - targets[:, columns]) ** 2).sum(1)
+        # output_loss adds the squared error of the real columns: count it with a minus
+        # (columns by index_select, as there: see output_loss).
+        loss = loss - 2 * ((predicted.index_select(1, real)
+                            - targets.index_select(1, real)) ** 2).sum(1)
     return loss.mean()
 
 
