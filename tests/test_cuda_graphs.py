@@ -16,6 +16,8 @@ import numpy as np
 import pytest
 import torch
 from skorch.callbacks import Callback, GradientNormClipping
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
 
 import sk_sointer.explainers._graphs as graphs_module
 from sk_sointer import L2XExplainer, RealXExplainer, SOInterExplainer, EnergyNet
@@ -64,6 +66,114 @@ class FakeCuda:
         out = run()
         self.graphs.append(FakeGraph(run, out))
         return self.graphs[-1], out
+
+
+class OpGraph:
+    """A step as a CUDA graph holds it, on the CPU: the aten operations of one call,
+    recorded with the very tensors they read and wrote, and replayed by running those
+    operations again (no Python of the step runs), their new outputs written into the
+    recorded ones. Recording runs the step; the tensors it wrote and the random state are
+    then put back, since a CUDA capture records its kernels without running them."""
+
+    def __init__(self, run):
+        recorder = _OpRecorder()
+        random_state = torch.get_rng_state()
+        with recorder:
+            self.out = run()
+        with torch.no_grad():
+            for tensor, before in recorder.written.values():
+                tensor.copy_(before)
+        torch.set_rng_state(random_state)
+        self.ops, self.replays = recorder.ops, 0
+
+    def replay(self):
+        self.replays += 1
+        with torch.no_grad():
+            for func, args, kwargs, out in self.ops:
+                if _is_view(func):
+                    continue  # a view recorded at capture still aliases what it viewed
+                new = func(*args, **kwargs)
+                for old, fresh in zip(tree_flatten(out)[0], tree_flatten(new)[0]):
+                    if isinstance(old, torch.Tensor) and fresh is not old:
+                        old.copy_(fresh)
+
+
+class _OpRecorder(TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.ops, self.written = [], {}
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        schema = func._schema.arguments
+        writes = [value for arg, value in zip(schema, args)
+                  if arg.alias_info is not None and arg.alias_info.is_write]
+        writes += [value for name, value in kwargs.items() if name == "out"]
+        for tensor in tree_flatten(writes)[0]:
+            if isinstance(tensor, torch.Tensor) and id(tensor) not in self.written:
+                self.written[id(tensor)] = (tensor, tensor.detach().clone())
+        out = func(*args, **kwargs)
+        self.ops.append((func, args, kwargs, out))
+        return out
+
+
+def _is_view(func):
+    returns = func._schema.returns
+    return bool(returns) and all(r.alias_info is not None and not r.alias_info.is_write
+                                 for r in returns)
+
+
+def step_state(net):
+    """The tensors a training step may change: every module's parameters and buffers, and
+    every optimizer's state and learning-rate tensors, by name."""
+    state = {f"{name}.{key}": value
+             for name, module in net.state_modules().items() if isinstance(module, torch.nn.Module)
+             for key, value in module.state_dict(keep_vars=True).items()}
+    for attribute, optimizer in vars(net).items():
+        if attribute.endswith("optimizer_") and isinstance(optimizer, torch.optim.Optimizer):
+            for index, values in enumerate(optimizer.state.values()):
+                state.update({f"{attribute}.{index}.{key}": value for key, value in values.items()
+                              if isinstance(value, torch.Tensor)})
+    return state
+
+
+def replayed_against_eager(net, X, targets, capture, sync=lambda: None):
+    """``(moved, differences)``: how far the eager step moved the state, and the largest
+    difference, per tensor of :func:`step_state`, between the net's step run eagerly and
+    the same step captured by ``capture(run)`` (a graph with ``replay``) and replayed once,
+    both from the same state and random state."""
+    updates = net.updates()
+    for optimizer in graphs_module._optimizers(updates):
+        graphs_module._CUDA.make_capturable(optimizer, X.device)
+    net.run_updates(updates, X, targets)  # the optimizers' state exists from here on
+    sync()
+    state = step_state(net)
+    before = {name: value.detach().clone() for name, value in state.items()}
+    random_states = [torch.get_rng_state()] + (
+        [torch.cuda.get_rng_state(X.device)] if X.is_cuda else [])
+
+    def reset():
+        with torch.no_grad():
+            for name, value in state.items():
+                value.copy_(before[name])
+        torch.set_rng_state(random_states[0])
+        if X.is_cuda:
+            torch.cuda.set_rng_state(random_states[1], X.device)
+        sync()
+
+    net.run_updates(updates, X, targets)
+    sync()
+    eager = {name: value.detach().clone() for name, value in state.items()}
+    reset()
+    X_static, targets_static = X.clone(), targets.clone()
+    graph = capture(lambda: net.run_updates(updates, X_static, targets_static))
+    reset()
+    graph.replay()
+    sync()
+    moved = max(float((eager[name].double() - before[name].double()).abs().max())
+                for name in state)
+    return moved, {name: float((eager[name].double() - value.detach().double()).abs().max())
+                   for name, value in state.items()}
 
 
 @pytest.fixture
@@ -237,6 +347,45 @@ def test_a_captured_fit_keeps_the_running_statistics_an_eager_one_keeps():
             if isinstance(m, torch.nn.BatchNorm1d)] == [30 * 8] * 2
     scores = [fit.score(X, values) for fit in fits]
     assert scores[0] == pytest.approx(scores[1], abs=0.05) and scores[1] > 0.5
+
+
+def _last_batch(net_class, fit):
+    """``fit()``'s net and the tensors of the last batch its training step saw."""
+    seen = {}
+    original = net_class.train_step
+
+    def keeping(self, batch, **fit_params):
+        seen["batch"] = self.batch_tensors(batch)
+        return original(self, batch, **fit_params)
+
+    net_class.train_step = keeping
+    try:
+        return fit().net_, seen["batch"]
+    finally:
+        net_class.train_step = original
+
+
+@pytest.mark.parametrize("task", ["labels", "values"])
+@pytest.mark.parametrize("make", [
+    lambda: L2XExplainer(k=2, max_epochs=2, batch_size=100, refine=None),
+    lambda: RealXExplainer(max_epochs=2, predictor_epochs=1, batch_size=100, refine=None),
+], ids=["L2X", "REAL-X selector"])
+def test_a_replayed_step_is_the_eager_step_operation_for_operation(make, task, fake, rows):
+    """What a CUDA graph replays is the aten operations of its capture on the tensors of
+    its capture. Replayed so on the CPU (:class:`OpGraph`), a method's step must change
+    every parameter, buffer and optimizer state exactly as the eager step does: a value
+    the step's Python reads once (an epoch, a learning rate as a number, a cache made
+    during the capture) would differ here as on a GPU. ``.ci/gpu step`` compares the same
+    on CUDA with real graphs."""
+    from sk_sointer.explainers._net import UpdateSteps
+
+    X, y = rows
+    y = X[:, 1] * (1 + (X[:, 0] > 50)) if task == "values" else y
+    net, (X_batch, targets) = _last_batch(
+        UpdateSteps, lambda: make().set_params(device="cpu", random_state=0).fit(X, y))
+    moved, differences = replayed_against_eager(net, X_batch, targets, OpGraph)
+    assert moved > 1e-4 and len(differences) > 10
+    assert max(differences.values()) == 0.0, {k: v for k, v in differences.items() if v}
 
 
 def test_a_step_that_reads_the_epoch_is_captured_for_each_epoch(fake, rows):
