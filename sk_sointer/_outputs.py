@@ -382,8 +382,8 @@ def output_loss(predicted, target, spec, reduction="mean"):
     for start, stop in categorical:
         per_row = per_row - (target[:, start:stop] * F.log_softmax(predicted[:, start:stop], 1)).sum(1)
     # Columns are taken with index_select, never ``predicted[:, index]``: the gradient of
-    # that indexing accumulates with index_put, which a CUDA graph captures wrongly (its
-    # replays trained a regression approximator to R² 0.14 where eager steps reach 0.93).
+    # that indexing accumulates with index_put, whose CUDA kernel (a sort of the indices)
+    # is not safe to capture in a CUDA graph; index_select's gradient adds with atomics.
     if bernoulli.numel():
         per_row = per_row + F.binary_cross_entropy_with_logits(
             predicted.index_select(1, bernoulli), target.index_select(1, bernoulli),

@@ -43,9 +43,9 @@ HOST_SYNCS = frozenset({
 })
 
 
-# Operations that a CUDA graph captures without an error but replays wrongly: an
-# accumulating index_put (the gradient of ``x[:, index]``) trained an approximator of
-# regression outputs to R² 0.14 where eager steps reach 0.93, on an H200.
+# Operations that a CUDA graph need not replay as they ran: an accumulating index_put (the
+# gradient of ``x[:, index]``) sorts its indices on the device, which torch's own compiler
+# refuses to put in a CUDA graph.
 REPLAYED_WRONGLY = frozenset({"aten::index_put", "aten::index_put_", "aten::_index_put_impl_"})
 
 
