@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import sk_sointer.explainers._graphs as graphs_module  # noqa: E402
 from sk_sointer import L2XExplainer, RealXExplainer  # noqa: E402
 from sk_sointer.explainers._net import UpdateSteps  # noqa: E402
-from tests.test_cuda_graphs import (FakeCuda, OpGraph, _last_batch,  # noqa: E402
+from tests.test_cuda_graphs import (FakeCuda, OpGraph, _last_batches,  # noqa: E402
                                     replayed_against_eager)
 
 out = sys.argv[1] if len(sys.argv) > 1 else "."
@@ -49,11 +49,11 @@ makers = {"L2X": lambda: L2XExplainer(k=2, max_epochs=2, batch_size=100, refine=
 report = {"device": torch.cuda.get_device_name() if cuda else "cpu", "torch": torch.__version__}
 for name, make in makers.items():
     for task, y in targets.items():
-        net, (X_batch, batch_targets) = _last_batch(UpdateSteps, lambda: make().set_params(
+        net, batches = _last_batches(UpdateSteps, lambda: make().set_params(
             device=device, cuda_graphs=False, random_state=0).fit(X, y))
         try:
             moved, differences = replayed_against_eager(
-                net, X_batch, batch_targets, CudaGraph if cuda else OpGraph,
+                net, batches, CudaGraph if cuda else OpGraph,
                 sync=torch.cuda.synchronize if cuda else (lambda: None))
             worst = sorted(differences.items(), key=lambda item: -item[1])[:8]
             row = {"moved": moved, "largest_differences": worst}

@@ -137,11 +137,14 @@ def step_state(net):
     return state
 
 
-def replayed_against_eager(net, X, targets, capture, sync=lambda: None):
-    """``(moved, differences)``: how far the eager step moved the state, and the largest
-    difference, per tensor of :func:`step_state`, between the net's step run eagerly and
-    the same step captured by ``capture(run)`` (a graph with ``replay``) and replayed once,
-    both from the same state and random state."""
+def replayed_against_eager(net, batches, capture, sync=lambda: None):
+    """``(moved, differences)`` for two batches of one shape: the step is captured by
+    ``capture(run)`` (a graph with ``replay``) on the first, then run eagerly on the second,
+    and replayed on the second (copied into the capture's inputs) from the same state and
+    random state. ``moved``: how far the eager step moved the floating-point state;
+    ``differences``: the largest difference between the two, per tensor of
+    :func:`step_state`."""
+    (X, targets), (X_next, targets_next) = batches
     updates = net.updates()
     for optimizer in graphs_module._optimizers(updates):
         graphs_module._CUDA.make_capturable(optimizer, X.device)
@@ -161,17 +164,19 @@ def replayed_against_eager(net, X, targets, capture, sync=lambda: None):
             torch.cuda.set_rng_state(random_states[1], X.device)
         sync()
 
-    net.run_updates(updates, X, targets)
-    sync()
-    eager = {name: value.detach().clone() for name, value in state.items()}
-    reset()
     X_static, targets_static = X.clone(), targets.clone()
     graph = capture(lambda: net.run_updates(updates, X_static, targets_static))
     reset()
+    net.run_updates(updates, X_next, targets_next)
+    sync()
+    eager = {name: value.detach().clone() for name, value in state.items()}
+    reset()
+    X_static.copy_(X_next)
+    targets_static.copy_(targets_next)
     graph.replay()
     sync()
-    moved = max(float((eager[name].double() - before[name].double()).abs().max())
-                for name in state)
+    moved = max(float((eager[name] - before[name]).abs().max()) for name in state
+                if before[name].is_floating_point() and not name.endswith(".step"))
     return moved, {name: float((eager[name].double() - value.detach().double()).abs().max())
                    for name, value in state.items()}
 
@@ -350,18 +355,18 @@ def test_a_captured_fit_keeps_the_running_statistics_an_eager_one_keeps():
     assert scores[0] == pytest.approx(scores[1], abs=0.05) and scores[1] > 0.5
 
 
-def _last_batch(net_class, fit):
-    """``fit()``'s net and the tensors of the last batch its training step saw."""
-    seen = {}
+def _last_batches(net_class, fit):
+    """``fit()``'s net and the tensors of the last two batches its training step saw."""
+    seen = []
     original = net_class.train_step
 
     def keeping(self, batch, **fit_params):
-        seen["batch"] = self.batch_tensors(batch)
+        seen[:] = [*seen[-1:], self.batch_tensors(batch)]
         return original(self, batch, **fit_params)
 
     net_class.train_step = keeping
     try:
-        return fit().net_, seen["batch"]
+        return fit().net_, seen
     finally:
         net_class.train_step = original
 
@@ -373,18 +378,18 @@ def _last_batch(net_class, fit):
 ], ids=["L2X", "REAL-X selector"])
 def test_a_replayed_step_is_the_eager_step_operation_for_operation(make, task, fake, rows):
     """What a CUDA graph replays is the aten operations of its capture on the tensors of
-    its capture. Replayed so on the CPU (:class:`OpGraph`), a method's step must change
-    every parameter, buffer and optimizer state exactly as the eager step does: a value
-    the step's Python reads once (an epoch, a learning rate as a number, a cache made
-    during the capture) would differ here as on a GPU. ``.ci/gpu step`` compares the same
-    on CUDA with real graphs."""
+    its capture. Captured on one batch and replayed so on the CPU (:class:`OpGraph`) on
+    the next, a method's step must change every parameter, buffer and optimizer state
+    exactly as the eager step on that batch does: whatever the step's Python made of the
+    first batch (a number read off it, a tensor built on the host from it) would differ
+    here as on a GPU. ``.ci/gpu step`` compares the same on CUDA with real graphs."""
     from sk_sointer.explainers._net import UpdateSteps
 
     X, y = rows
     y = X[:, 1] * (1 + (X[:, 0] > 50)) if task == "values" else y
-    net, (X_batch, targets) = _last_batch(
+    net, batches = _last_batches(
         UpdateSteps, lambda: make().set_params(device="cpu", random_state=0).fit(X, y))
-    moved, differences = replayed_against_eager(net, X_batch, targets, OpGraph)
+    moved, differences = replayed_against_eager(net, batches, OpGraph)
     assert moved > 1e-4 and len(differences) > 10
     assert max(differences.values()) == 0.0, {k: v for k, v in differences.items() if v}
 
