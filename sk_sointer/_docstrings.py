@@ -104,7 +104,9 @@ train_split : float, callable or None, default=None
     to train on every row.""",
     "device": """\
 device : {"auto", "cpu", "cuda"} or str, default="auto"
-    Torch device; ``"auto"`` uses CUDA when it is available.""",
+    Torch device; ``"auto"`` uses CUDA when it is available. ``"cuda:N"`` picks one of
+    several GPUs (``"mps"`` where torch has that backend); ``fit`` refuses a device this
+    machine lacks, and any other kind (``"meta"``, ``"xla"``), with a ``ValueError``.""",
     "data_on_device": """\
 data_on_device : bool, default=True
     Copy the training rows to the training device once per fit and take every batch

@@ -61,7 +61,10 @@ def inference_chunk(device, n_columns):
 def resolve_device(device):
     """A :class:`torch.device` from ``"auto"`` (CUDA when present), ``"cpu"``, ``"cuda[:N]"``.
 
-    A CUDA device on a machine without CUDA is a ``ValueError`` that says so.
+    A device this machine cannot train on is a ``ValueError`` that says so: CUDA on a
+    machine without it, a CUDA index beyond its devices, ``"mps"`` where torch has no MPS
+    backend, and any other kind of device (``"meta"`` holds shapes without values, and
+    the networks run on no other backend).
     """
     if isinstance(device, torch.device):
         device = str(device)
@@ -71,8 +74,17 @@ def resolve_device(device):
         resolved = torch.device(device)
     except (RuntimeError, TypeError):
         raise ValueError(f"device should be 'auto', 'cpu', 'cuda' or 'cuda:N'; got {device!r}.") from None
-    if resolved.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device={str(resolved)!r} was requested but CUDA is not available.")
+    if resolved.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(f"device={str(resolved)!r} was requested but CUDA is not available.")
+        if (resolved.index or 0) >= torch.cuda.device_count():
+            raise ValueError(f"device={str(resolved)!r} does not exist: this machine has "
+                             f"{torch.cuda.device_count()} CUDA device(s).")
+    elif resolved.type == "mps" and not torch.backends.mps.is_available():
+        raise ValueError("device='mps' was requested but torch has no MPS backend here.")
+    elif resolved.type not in ("cpu", "mps"):
+        raise ValueError(f"device={device!r} is not a device the networks can train on: use "
+                         "'auto', 'cpu', 'cuda' or 'cuda:N'.")
     return resolved
 
 

@@ -12,7 +12,7 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from sk_sointer import ModelRefinement, as_black_box
+from sk_sointer import L2XExplainer, ModelRefinement, as_black_box
 
 from .conftest import explainer_id, fast_explainers, fit_explainer, multi_output_model
 
@@ -275,6 +275,17 @@ def test_early_stopping_and_progress_bar(explainer, xor_data):
     assert "valid_loss" in history[-1]
     assert "epoch_progress" in dict(expl.net_.callbacks_)
     np.testing.assert_array_equal(expl.transform(X).sum(axis=1), expl.k)
+
+
+@pytest.mark.parametrize("device", ["meta", "xla", "cuda:9"])
+def test_a_device_the_networks_cannot_train_on_is_refused_before_fit(device, xor_data):
+    # "meta" holds shapes without values: a fit there failed deep in torch ("Tensor.item()
+    # cannot be called on meta tensors"); "xla" failed in torch too.
+    X, y = xor_data
+    explainer = L2XExplainer(k=2, max_epochs=1, device=device)
+    with pytest.raises(ValueError, match=f"device='{device}'") as caught:
+        explainer.fit(X, y)
+    assert "Tensor" not in str(caught.value) and not hasattr(explainer, "net_")
 
 
 @parametrize_explainers

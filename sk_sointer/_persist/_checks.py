@@ -26,13 +26,10 @@ _EXPLAINER_ATTRIBUTES = ("k_",)
 
 def _load_device(device):
     """The torch device the networks are loaded on: a CPU or an available CUDA device."""
-    resolved = resolve_device(device)
+    resolved = resolve_device(device)  # an index beyond the CUDA devices is refused there
     if resolved.type not in ("cpu", "cuda"):
         raise ValueError(f"sk_sointer.load puts the networks on 'cpu', 'cuda', 'cuda:N' or "
                          f"'auto'; got device={device!r}.")
-    if resolved.type == "cuda" and (resolved.index or 0) >= torch.cuda.device_count():
-        raise ValueError(f"device={str(resolved)!r} does not exist: this machine has "
-                         f"{torch.cuda.device_count()} CUDA device(s).")
     return resolved
 
 
