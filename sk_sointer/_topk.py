@@ -88,6 +88,16 @@ def topk_mask(scores, k, *, out=None, overwrite_scores=False):
     return mask.to(scores.dtype)
 
 
+def topk_masks_of_sizes(scores, sizes):
+    """0/1 masks (a tensor of the scores' dtype) of each row's ``sizes`` largest scores
+    (``sizes``: a long tensor, one a row); ties go to lower indices, as in
+    :func:`topk_mask`."""
+    order = torch.argsort(scores, dim=-1, descending=True, stable=True)
+    positions = torch.arange(scores.shape[-1], device=scores.device).expand_as(order)
+    rank = torch.empty_like(order).scatter_(-1, order, positions)
+    return (rank < sizes.unsqueeze(-1)).to(scores.dtype)
+
+
 def _topk_mask_numpy(scores, k, out, overwrite=False):
     n_features = scores.shape[-1]
     if _rounds_of_argmax_pay(n_features, k) and _topk_by_argmax(scores, k, out, overwrite):

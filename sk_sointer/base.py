@@ -20,12 +20,13 @@ hooks:
   SOInter's fit adds its re-query and keep-best callbacks);
 - ``_refine(problem, X, net_input, outputs)``: after the method's own training, the
   selector refined against the black box itself (:class:`~sk_sointer.explainers._net.
-  ModelJudgedNet`), when ``fit`` got the model, ``k`` is set and ``refine`` is not None
-  (the selector's output serves as the groups' log-weights: every method's scores are
-  increasing in it);
+  ModelJudgedNet`), when ``fit`` got the model and ``refine`` is not None (the selector's
+  output serves as the groups' log-weights: every method's scores are increasing in it;
+  with ``k=None`` each row keeps its size);
 - ``_selector_input(X_scaled, X)``: what the selector sees (the standardised rows by
   default; MEED adds the black box's output);
-- ``_selector_scores(X)``: per-group scores from the fitted selector;
+- ``_selector_scores(X)``: per-group scores from the fitted selector, its module's outputs
+  through ``_scores_of_output`` (REAL-X's and HardKuma's selection probabilities);
 - ``_masks_from_scores(scores)``: the top-k, or with ``k=None`` the scores above
   ``_threshold`` (selection probabilities above 0.5).
 """
@@ -436,21 +437,26 @@ class BaseExplainer(
 
     def _selector_scores(self, X):
         """Per-group scores (float tensor) for standardised rows ``X`` on the net's device."""
-        return self.net_.module_(X)
+        return self._scores_of_output(self.net_.module_(X))
 
     def _refine(self, problem, X, net_input, outputs):
         """Refine the fitted selector against the black box (see :class:`ModelRefinement`):
-        only with the model at hand, a ``k`` (exact k-subsets are drawn) and ``refine``."""
+        only with the model at hand and ``refine``. With ``k=None`` each row keeps the
+        number of groups the fitted selector gives it, and the refinement chooses which."""
         refine = getattr(self, "refine", None)
         if isinstance(refine, str):  # "model": the default settings
             refine = ModelRefinement()
         self.n_model_queries_ = 0
         self.refinement_fidelity_ = None
-        if refine is None or problem.black_box is None or self.k_ is None:
+        if refine is None or problem.black_box is None:
             return
         n_rows = len(X)
         X, net_input, outputs = self._with_synthetic_rows(problem, refine, X, net_input,
                                                           outputs)
+        k, keep_sizes = self.k_, {}
+        if k is None:  # each row's size, kept above the method's threshold
+            k = self._selection_sizes(net_input)
+            keep_sizes = {"threshold": self._threshold, "scores_of": self._scores_of_output}
         judge = ModelJudge(problem.black_box, problem.masker, problem.output_spec, X,
                            outputs, spent=len(X) - n_rows, log_weight=refine.log_weight,
                            background=getattr(self, "background_", None),
@@ -467,8 +473,8 @@ class BaseExplainer(
                              f"{refine.max_queries:,} queries\n")
             sys.stderr.flush()
             callbacks.append(("refine_progress", _RefineProgress(judge, name)))
-        net = self.net_.refine(net_input, judge, refine, k=self.k_, n_judged=n_rows,
-                               callbacks=callbacks)
+        net = self.net_.refine(net_input, judge, refine, k=k, n_judged=n_rows,
+                               callbacks=callbacks, **keep_sizes)
         if net is None:  # a budget too small to judge the selector once: none refined
             return
         keep_best = dict(net.callbacks_)["keep_best"]
@@ -476,6 +482,25 @@ class BaseExplainer(
             [keep_best.start_fidelity_, *net.history[:, "model_fidelity"]], dtype=np.float64
         )
         self.n_model_queries_ = judge.n_queries
+
+    def _selection_sizes(self, net_input):
+        """The number of groups the fitted selector selects (``k=None``) on each row of
+        what it is fed, an int64 array."""
+        self.net_.module_.eval()
+        device = self._inference_device()
+
+        def sizes(rows):
+            with torch.inference_mode():
+                masks = self._masks_from_scores(self._selector_scores(
+                    torch.as_tensor(rows).to(device)))
+            return torch.as_tensor(masks).sum(dim=1).to("cpu", torch.int64).numpy()
+
+        return in_chunks(sizes, net_input)
+
+    def _scores_of_output(self, outputs):
+        """The selector's scores (those ``_threshold`` applies to) of its module's outputs,
+        differentiably: the outputs themselves unless a method says otherwise."""
+        return outputs
 
     def _with_synthetic_rows(self, problem, refine, X, net_input, outputs):
         """The training rows, what the selector sees of them and the model's outputs on

@@ -368,7 +368,8 @@ class GumbelTopK(Distribution):
     logits : tensor of shape (..., n_features)
         Log-weights of the features.
     k : int
-        Features per subset.
+        Features per subset (the most, when :meth:`log_prob` and :meth:`as_mask` are given
+        each draw's own size).
     """
 
     arg_constraints = {"logits": constraints.real_vector}
@@ -400,21 +401,28 @@ class GumbelTopK(Distribution):
             perturbed = self.logits.expand(shape) + gumbel_noise(shape, self.logits)
             return perturbed.topk(self.k, dim=-1).indices
 
-    def log_prob(self, value):
+    def log_prob(self, value, sizes=None):
+        """The log-probability of the draws ``value``; with ``sizes`` (long, of the batch
+        shape), of their first ``sizes`` indices alone: a draw of that many features."""
         logits = self.logits.expand(value.shape[:-1] + self.logits.shape[-1:])
         chosen = logits.gather(-1, value)
         left = logits
         total = torch.zeros_like(chosen[..., 0])
         for j in range(self.k):
-            total = total + chosen[..., j] - torch.logsumexp(left, dim=-1)
+            step = chosen[..., j] - torch.logsumexp(left, dim=-1)
+            total = total + (step if sizes is None else step * (sizes > j).to(step.dtype))
             left = left.scatter(-1, value[..., j : j + 1], float("-inf"))
         return total
 
-    def as_mask(self, value):
-        """The 0/1 mask (of the logits' dtype) of the features in ``value``, a draw."""
+    def as_mask(self, value, sizes=None):
+        """The 0/1 mask (of the logits' dtype) of the features in ``value``, a draw; with
+        ``sizes``, of its first ``sizes`` indices alone."""
         shape = value.shape[:-1] + self.logits.shape[-1:]
-        return torch.zeros(shape, dtype=self.logits.dtype, device=value.device).scatter(
-            -1, value, 1.0)
+        mask = torch.zeros(shape, dtype=self.logits.dtype, device=value.device)
+        if sizes is None:
+            return mask.scatter(-1, value, 1.0)
+        positions = torch.arange(value.shape[-1], device=value.device)
+        return mask.scatter(-1, value, (positions < sizes.unsqueeze(-1)).to(mask.dtype))
 
     @property
     def mode(self):

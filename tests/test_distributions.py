@@ -6,7 +6,7 @@ import torch
 
 import itertools
 
-from sk_sointer._topk import topk_mask
+from sk_sointer._topk import topk_mask, topk_masks_of_sizes
 from sk_sointer.distributions import GumbelTopK, RebarBernoulli, SubsetConcrete, gumbel_noise
 
 
@@ -110,6 +110,29 @@ def test_gumbel_top_k_masks_shapes_mode_and_argument_checks():
     assert subsets.expand((3,)).sample().shape == (3, 2)
     with pytest.raises(ValueError, match=r"k should be in \[1, 4\]; got 5"):
         GumbelTopK(torch.zeros(4), 5)
+
+
+def test_top_k_masks_of_each_rows_own_size_break_ties_as_top_k():
+    scores = torch.tensor([[0.2, 0.9, 0.9, 0.1], [1.0, 1.0, 1.0, 1.0], [0.3, 0.1, 0.2, 0.4]])
+    masks = topk_masks_of_sizes(scores, torch.tensor([2, 3, 1]))
+    np.testing.assert_array_equal(masks.numpy(), [[0, 1, 1, 0], [1, 1, 1, 0], [0, 0, 0, 1]])
+    for k in (1, 2, 4):
+        torch.testing.assert_close(topk_masks_of_sizes(scores, torch.full((3,), k)),
+                                   topk_mask(scores, k))
+
+
+def test_gumbel_top_k_of_each_draws_own_size():
+    # The first ``sizes`` indices of a draw: the mask and log-probability of a draw of that
+    # size.
+    logits = torch.tensor([[0.5, -1.0, 2.0, 0.0], [0.3, 0.1, -0.2, 1.0]])
+    order = torch.tensor([[2, 0, 3], [3, 1, 0]])
+    sizes = torch.tensor([1, 3])
+    subsets = GumbelTopK(logits, 3)
+    np.testing.assert_array_equal(subsets.as_mask(order, sizes).numpy(),
+                                  [[0, 0, 1, 0], [1, 1, 0, 1]])
+    expected = [GumbelTopK(logits[:1], 1).log_prob(order[:1, :1]),
+                GumbelTopK(logits[1:], 3).log_prob(order[1:])]
+    torch.testing.assert_close(subsets.log_prob(order, sizes), torch.cat(expected))
 
 
 def test_gumbel_noise_is_finite_standard_gumbel_of_the_given_dtype():

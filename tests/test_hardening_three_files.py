@@ -172,14 +172,15 @@ def test_inspect_reports_the_k_the_loaded_explainer_uses(capsys, saved, data):
 
 def test_inspect_says_whether_the_refinement_was_done(capsys, tmp_path, saved, data, model):
     X, _ = data
+    # Its thresholded selection (k=None) is refined too; without the model it cannot be.
     realx = sk_sointer.RealXExplainer(max_epochs=2, predictor_epochs=1, device="cpu",
-                                      random_state=0).fit(X, black_box=model)
+                                      random_state=0).fit(X, model.predict_proba(X))
     assert realx.refine == "model" and realx.n_model_queries_ == 0
     path = tmp_path / "realx.safetensors"
     sk_sointer.save(realx, path)
     assert main(["inspect", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "Refinement against the model: not done: k=None" in out
+    assert "Refinement against the model: not done: the explainer was fitted without" in out
     assert main(["inspect", "--json", saved]) == 0
     refinement = json.loads(capsys.readouterr().out)["refinement"]
     assert refinement["done"] and 0 < refinement["n_model_queries"] <= 2000

@@ -190,9 +190,6 @@ def _refinement(params, attributes):
                               f"rows before and {_share(max(fidelity))} after")
     elif asked is None:
         refinement["note"] = "not asked (refine=None)"
-    elif attributes.get("k_") is None:
-        refinement["note"] = ("not done: k=None, and the refinement draws exact k-subsets, "
-                              "so the selector is the method's own")
     else:
         refinement["note"] = ("not done: the explainer was fitted without the model (its "
                               "outputs only), or with a query budget too small to judge the "

@@ -132,7 +132,11 @@ class HardKumaNet(PredictorFirstNet):
         ``selection_rate``: a selector that starts with equal (zero) scores starts at the
         target rate, so the multipliers need not first drag the rate there (their growth
         on the way overshoots it), and weight decay pulls the rate towards the target."""
-        return HardKumaraswamy.from_logits(self.module_(X) + self.offset_, validate_args=False)
+        return self.gates_of(self.module_(X))
+
+    def gates_of(self, outputs):
+        """The gates of the selector's outputs (see :meth:`gates`)."""
+        return HardKumaraswamy.from_logits(outputs + self.offset_, validate_args=False)
 
     def rates(self, X, gates):
         """Constraint values of a batch: the fraction of non-zero test-time gates (with the
@@ -453,5 +457,5 @@ zero_output=True)
             **net_params,
         )
 
-    def _selector_scores(self, X):
-        return self.net_.gates(X).scores
+    def _scores_of_output(self, outputs):
+        return self.net_.gates_of(outputs).scores

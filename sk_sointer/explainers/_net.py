@@ -36,7 +36,7 @@ from torch.utils.data import Subset
 from .._networks import MLP, build_network
 from .._outputs import OutputLoss, output_values
 from .._utils import PortableNet, _store_params, in_chunks
-from .._topk import topk_mask
+from .._topk import topk_mask, topk_masks_of_sizes
 from ..distributions import GumbelTopK
 from ._graphs import reads_gradients, step_graphs
 
@@ -370,18 +370,22 @@ class SelectorJudgeNet(UpdateSteps, PortableNet, NeuralNet):
     def group_masks(self, net_input, k, *, sample=False):
         """Group masks (an ndarray) of the selector's top-k of what it is fed, or
         (``sample``) of one Gumbel top-k draw per row from its logits; in evaluation
-        mode."""
+        mode. ``k`` may be a long tensor of each row's own k (not with ``sample``)."""
         self.module_.eval()
         device = next(self.module_.parameters()).device
 
-        def masks(rows):
+        def masks(rows, sizes=None):
             with torch.no_grad():
                 logits = self.module_(to_tensor(rows, device=device))
                 if sample:
                     subsets = GumbelTopK(logits, k, validate_args=False)
                     return subsets.as_mask(subsets.sample()).cpu().numpy()
+                if sizes is not None:
+                    return topk_masks_of_sizes(logits, sizes.to(device)).cpu().numpy()
                 return topk_mask(logits, k).cpu().numpy()
 
+        if isinstance(k, torch.Tensor):
+            return in_chunks(masks, net_input, k)
         return in_chunks(masks, net_input)
 
     def judge_raw(self, X, feature_masks):
@@ -415,7 +419,8 @@ class SelectorJudgeNet(UpdateSteps, PortableNet, NeuralNet):
             **{**self.phase_params(), "append_mask": True})
         return judge.fit(X, targets)
 
-    def refine(self, net_input, model_judge, refinement, *, k, n_judged=None, callbacks=()):
+    def refine(self, net_input, model_judge, refinement, *, k, n_judged=None, callbacks=(),
+               threshold=None, scores_of=None):
         """Refine the fitted selector (``module_``, in place) against the black box.
 
         A :class:`ModelJudgedNet` trains it on the score-function gradient of the model's
@@ -431,11 +436,14 @@ class SelectorJudgeNet(UpdateSteps, PortableNet, NeuralNet):
         pay for one evaluation (nothing refined); the net's history records
         ``model_fidelity``, its ``keep_best`` callback the fidelity before and after.
         ``callbacks`` (skorch's ``(name, callback)`` pairs) are added to its own, after
-        ``keep_best``: progress reports.
+        ``keep_best``: progress reports. ``k`` may be an array of each row's size, kept
+        above ``threshold`` (see :class:`ModelJudgedNet`); the plan then reckons with their
+        mean.
         """
         n_rows = len(net_input)
         spent = model_judge.n_queries
-        plan = refinement.plan(n_rows, k, model_judge.masker.n_groups_,
+        plan = refinement.plan(n_rows, max(1, round(float(np.mean(k)))),
+                               model_judge.masker.n_groups_,
                                model_judge.value.queries_per_row, spent=spent,
                                n_training=n_judged)
         if plan is None:  # the budget cannot pay for judging the selector once
@@ -447,13 +455,20 @@ class SelectorJudgeNet(UpdateSteps, PortableNet, NeuralNet):
         if plan.n_imitated:
             imitated = np.sort(torch.randperm(n_rows)[: plan.n_imitated].numpy())
             imitate = np.zeros((n_rows, model_judge.masker.n_groups_), dtype=np.float32)
-            imitate[imitated] = model_judge.greedy(imitated, k)
+            if np.ndim(k) == 0:
+                imitate[imitated] = model_judge.greedy(imitated, k)
+            else:  # the rows of each size together
+                for size in np.unique(k[imitated]):
+                    rows = imitated[k[imitated] == size]
+                    imitate[rows] = model_judge.greedy(rows, int(size))
         net = ModelJudgedNet(
             self.module_,
             k=k,
             model_judge=model_judge,
             n_samples=refinement.n_samples,
             imitate=imitate,
+            threshold=threshold,
+            scores_of=scores_of,
             max_epochs=plan.max_epochs,
             batch_size=min(refinement.batch_size, n_rows),
             lr=refinement.lr,
@@ -570,8 +585,10 @@ def score_function_loss(logits, k, n_samples, cost):
     ----------
     logits : tensor of shape (n_rows, n_groups)
         The selector's log-weights of the groups (differentiable).
-    k, n_samples : int
-        Groups per subset; subsets drawn per row (at least 2 for the baseline).
+    k : int or long tensor of shape (n_rows,)
+        Groups per subset, or each row's own (a selection of its own size).
+    n_samples : int
+        Subsets drawn per row (at least 2 for the baseline).
     cost : callable
         ``cost(hard)``: the cost (lower is better) of every draw, from the draws' 0/1 group
         masks ``(n_rows * n_samples, n_groups)``, the draws of a row consecutive; a tensor
@@ -584,14 +601,18 @@ def score_function_loss(logits, k, n_samples, cost):
     hard : tensor of shape (n_rows * n_samples, n_groups)
     """
     n_rows = len(logits)
+    sizes = None
+    if isinstance(k, torch.Tensor):  # a size a row: the largest drawn, each row's kept
+        sizes = k.to(logits.device).repeat_interleave(n_samples)
+        k = int(k.max())
     subsets = GumbelTopK(logits.repeat_interleave(n_samples, dim=0), k, validate_args=False)
     order = subsets.sample()
-    hard = subsets.as_mask(order)
+    hard = subsets.as_mask(order, sizes)
     with torch.no_grad():
         costs = torch.as_tensor(cost(hard), dtype=logits.dtype, device=logits.device)
         costs = costs.view(n_rows, n_samples)
         others = (costs.sum(dim=1, keepdim=True) - costs) / max(n_samples - 1, 1)
-    log_prob = subsets.log_prob(order).view(n_rows, n_samples)
+    log_prob = subsets.log_prob(order, sizes).view(n_rows, n_samples)
     return ((costs - others) * log_prob).mean(), costs, hard
 
 
@@ -605,11 +626,42 @@ class ModelJudgedNet(SelectorJudgeNet):
     probabilities) increase with them, so their top-k is the explainer's mask. ``imitate``
     (n_rows, n_groups), when given, holds per-row target subsets (0/1; all-zero rows have
     none) that the selector is also taught, see :meth:`_imitation_weight`.
+
+    ``k`` is the groups of every row's subsets, or an array of each row's own number (a
+    thresholded selection, ``k=None``): then ``threshold`` is the score above which the
+    explainer selects a group, ``scores_of(outputs)`` its scores, and a hinge keeps exactly
+    that many groups of each row above the threshold (by ``_SIZE_MARGIN``), so that the
+    refined selector keeps the rows' sizes and changes which groups they hold.
     """
 
-    def __init__(self, module, *, k, model_judge, n_samples=8, imitate=None, **kwargs):
+    # How far the scores of a thresholded selection are kept from the threshold. The hinge
+    # weighs as much as the score-function loss: ten times more (measured on a switch
+    # model) pins every row's groups and nothing is refined; as it is, a row may trade its
+    # size by one, the mean size holds.
+    _SIZE_MARGIN = 0.05
+
+    def __init__(self, module, *, k, model_judge, n_samples=8, imitate=None, threshold=None,
+                 scores_of=None, **kwargs):
         _store_params(self, locals())
         super().__init__(module, **kwargs)
+
+    def sizes(self, index):
+        """The subsets' size on rows ``index``: ``k``, or a long tensor of each row's."""
+        if np.ndim(self.k) == 0:
+            return self.k
+        return torch.as_tensor(np.asarray(self.k)[index], dtype=torch.long)
+
+    def _size_loss(self, logits, sizes):
+        """The hinge that keeps ``sizes`` groups of each row above the threshold: the
+        ``sizes``-th largest score over it by the margin, the next one under it."""
+        scores = self.scores_of(logits)
+        ranked = scores.sort(dim=1, descending=True).values
+        sizes = sizes.to(logits.device).unsqueeze(1)
+        margin, n_groups = self._SIZE_MARGIN, scores.shape[1]
+        inside = ranked.gather(1, sizes - 1)
+        outside = ranked.gather(1, sizes.clamp(max=n_groups - 1))
+        below = torch.relu(outside - self.threshold + margin) * (sizes < n_groups)
+        return (torch.relu(self.threshold + margin - inside) + below).mean()
 
     def initialize_module(self):
         self.budget_spent_ = False
@@ -641,8 +693,9 @@ class ModelJudgedNet(SelectorJudgeNet):
             return {"loss": torch.zeros((), device=X.device), "y_pred": None}
         self.module_.train()
         logits = self.module_(X)
+        sizes = self.sizes(index)
         loss, costs, _ = score_function_loss(
-            logits, self.k, self.n_samples,
+            logits, sizes, self.n_samples,
             lambda hard: self.model_judge.costs(rows, hard.cpu().numpy()),
         )
         weight = self._imitation_weight()
@@ -652,8 +705,13 @@ class ModelJudgedNet(SelectorJudgeNet):
             # the device which rows those are.
             has = (targets.sum(dim=1) > 0).to(logits.dtype)
             log_p = torch.log_softmax(logits, dim=1)
-            imitation = ((targets * log_p).sum(dim=1) * has).sum() / has.sum().clamp_min(1)
-            loss = loss - weight * imitation / self.k
+            kept, scale = (targets * log_p).sum(dim=1), sizes
+            if isinstance(sizes, torch.Tensor):  # each row's own size
+                kept, scale = kept / sizes.to(logits.device, logits.dtype), 1
+            imitation = (kept * has).sum() / has.sum().clamp_min(1)
+            loss = loss - weight * imitation / scale
+        if isinstance(sizes, torch.Tensor):
+            loss = loss + self._size_loss(logits, sizes)
         self.step(self.optimizer_, loss, self.module_)
         return {"loss": costs.mean(), "y_pred": None}
 
@@ -673,7 +731,7 @@ class KeepBestByModel(Callback):
         self.patience = patience
 
     def _judged(self, net):
-        masks = net.group_masks(self.net_input[self.index], net.k)
+        masks = net.group_masks(self.net_input[self.index], net.sizes(self.index))
         return net.model_judge.judged(self.index, masks)
 
     def on_train_begin(self, net, **kwargs):

@@ -353,5 +353,5 @@ class RealXExplainer(BaseExplainer):
         relaxation = {"rebar": RebarBernoulli, "hardkuma": HardKumaraswamy}[self.relaxation]
         return relaxation.selection_threshold()
 
-    def _selector_scores(self, X):
-        return self.net_.selections(self.net_.module_(X)).scores
+    def _scores_of_output(self, outputs):
+        return self.net_.selections(outputs).scores
