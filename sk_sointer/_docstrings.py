@@ -72,7 +72,9 @@ refine : "model", ModelRefinement or None, default="model"
     the selector the model judges best is kept, the method's own included. ``"model"``
     refines with :class:`~sk_sointer.ModelRefinement`'s defaults; pass an instance for
     other settings (``ModelRefinement(max_queries=...)``). Only when ``fit`` gets the model
-    (not only its outputs) and ``k`` is set. ``None`` trains with the paper's objective
+    (not only its outputs). With ``k=None`` (a thresholded selection) each row keeps the
+    number of groups the method's own selector gives it, and the refinement chooses which
+    (a row may trade one; the mean holds). ``None`` trains with the paper's objective
     alone. On real tables the paper's surrogate judges, which see the model's outputs on
     full rows only, tend to learn one global subset; see the README's real-tables benchmark.""",
     "repair": """\

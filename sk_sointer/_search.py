@@ -176,6 +176,11 @@ class ModelRefinement(BaseEstimator):
     model's answer best, the method's own included, is the one kept: refinement never
     makes the explanations of the training rows less faithful than the method's own.
 
+    With ``k=None`` (REAL-X's and HardKuma's thresholded selection), each row's subsets
+    have the size the method's own selector gives the row, and a hinge keeps that many of
+    its groups above the method's threshold: the refinement changes which groups a row
+    keeps, not how many (a row may trade one; the mean holds).
+
     Parameters
     ----------
     max_queries : int, default=1_000_000

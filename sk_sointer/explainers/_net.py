@@ -14,10 +14,10 @@ they all share, so that a method's module holds its maths and little else:
   optimizers for one module with their own ``<prefix>__`` options;
 - :meth:`predict_masked`, the judge's outputs on masked rows in the black box's scale;
 - the model itself as a judge: :func:`score_function_loss` (the score-function gradient of
-  a cost of exact k-subsets drawn from the selector) and :class:`ModelJudgedNet`, which
-  refines any method's fitted selector against the black box's own answers on masked
-  training rows (:meth:`SelectorJudgeNet.refine`; ``sk_sointer._search`` holds the judge
-  and the configuration).
+  a cost of exact k-subsets drawn from the selector, or of each row's own size) and
+  :class:`ModelJudgedNet`, which refines any method's fitted selector against the black
+  box's own answers on masked training rows (:meth:`SelectorJudgeNet.refine`;
+  ``sk_sointer._search`` holds the judge and the configuration).
 """
 
 import copy
@@ -629,9 +629,10 @@ class ModelJudgedNet(SelectorJudgeNet):
 
     ``k`` is the groups of every row's subsets, or an array of each row's own number (a
     thresholded selection, ``k=None``): then ``threshold`` is the score above which the
-    explainer selects a group, ``scores_of(outputs)`` its scores, and a hinge keeps exactly
-    that many groups of each row above the threshold (by ``_SIZE_MARGIN``), so that the
-    refined selector keeps the rows' sizes and changes which groups they hold.
+    explainer selects a group, ``scores_of(outputs)`` its scores, and a hinge pulls that
+    many groups of each row above the threshold and the others below it (by
+    ``_SIZE_MARGIN``), so that the refined selector changes which groups the rows hold
+    rather than how many.
     """
 
     # How far the scores of a thresholded selection are kept from the threshold. The hinge
