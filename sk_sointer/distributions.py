@@ -406,13 +406,29 @@ class GumbelTopK(Distribution):
         shape), of their first ``sizes`` indices alone: a draw of that many features."""
         logits = self.logits.expand(value.shape[:-1] + self.logits.shape[-1:])
         chosen = logits.gather(-1, value)
+        if sizes is not None:
+            return self._log_prob_of_sizes(logits, value, chosen, sizes)
         left = logits
         total = torch.zeros_like(chosen[..., 0])
         for j in range(self.k):
-            step = chosen[..., j] - torch.logsumexp(left, dim=-1)
-            total = total + (step if sizes is None else step * (sizes > j).to(step.dtype))
+            total = total + chosen[..., j] - torch.logsumexp(left, dim=-1)
             left = left.scatter(-1, value[..., j : j + 1], float("-inf"))
         return total
+
+    @staticmethod
+    def _log_prob_of_sizes(logits, value, chosen, sizes):
+        # All the steps at once: before the j-th pick, the features left are the draw's
+        # picks from j on and those never drawn. (A thresholded selection keeps tens of
+        # pixels of an image, where a step a pick made a refinement step last a second;
+        # the loop above stays for a fixed k, whose fits reproduce their stored results
+        # bit for bit only with the same order of sums.)
+        drawn = torch.zeros_like(logits, dtype=torch.bool).scatter(-1, value, True)
+        never = torch.logsumexp(logits.masked_fill(drawn, torch.finfo(logits.dtype).min),
+                                dim=-1)
+        later = torch.logcumsumexp(chosen.flip(-1), dim=-1).flip(-1)
+        steps = chosen - torch.logaddexp(later, never.unsqueeze(-1))
+        positions = torch.arange(value.shape[-1], device=value.device)
+        return (steps * (positions < sizes.unsqueeze(-1)).to(steps.dtype)).sum(-1)
 
     def as_mask(self, value, sizes=None):
         """The 0/1 mask (of the logits' dtype) of the features in ``value``, a draw; with

@@ -133,6 +133,15 @@ def test_gumbel_top_k_of_each_draws_own_size():
     expected = [GumbelTopK(logits[:1], 1).log_prob(order[:1, :1]),
                 GumbelTopK(logits[1:], 3).log_prob(order[1:])]
     torch.testing.assert_close(subsets.log_prob(order, sizes), torch.cat(expected))
+    # Every feature drawn: the same log-probability and gradient as the draw of all four.
+    logits = logits.clone().requires_grad_(True)
+    every = torch.tensor([[2, 0, 3, 1], [3, 1, 0, 2]])
+    of_sizes = GumbelTopK(logits, 4).log_prob(every, torch.tensor([4, 2]))
+    (grad,) = torch.autograd.grad(of_sizes.sum(), logits)
+    plain = torch.cat([GumbelTopK(logits[:1], 4).log_prob(every[:1]),
+                       GumbelTopK(logits[1:], 2).log_prob(every[1:, :2])])
+    torch.testing.assert_close(of_sizes, plain)
+    torch.testing.assert_close(grad, torch.autograd.grad(plain.sum(), logits)[0])
 
 
 def test_gumbel_noise_is_finite_standard_gumbel_of_the_given_dtype():
