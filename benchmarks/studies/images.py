@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import numpy as np
 import torch
 
-from sk_sointer import EvalXEvaluator
+from sk_sointer import EvalXEvaluator, ModelRefinement
 from sk_sointer._layout import patch_groups
 from sk_sointer.datasets import load_digits_3_vs_8, load_mnist_3_vs_8
 from sk_sointer.metrics import posthoc_accuracy, random_masks
@@ -36,8 +36,10 @@ PROFILES = {
     "fast": dict(source="digits", n_explain=40, patch_size=2, k=4, black_box_epochs=30,
                  evalx_epochs=5, evalx_batch_size=64, seeds=2,
                  explainer_params={"l2x": {"max_epochs": 5, "tau": 0.5},
+                                   # Its thresholded pixels are refined too: briefly.
                                    "realx": {"max_epochs": 6, "predictor_epochs": 3,
-                                             "alpha": 3.0},
+                                             "alpha": 3.0,
+                                             "refine": ModelRefinement(max_epochs=2)},
                                    "hardkuma": {"max_epochs": 6}},
                  ig_steps=8, kernel_shap_samples=40, partition_evals=100),
     "full": dict(source="mnist", n_explain=200, patch_size=4, k=4, black_box_epochs=15,
