@@ -90,7 +90,8 @@ def greedy_subsets(predict, X, masker, spec, k, *, full=None, log_weight=0.1,
 
     Starting from no group, each of ``k`` rounds adds to every row the group whose addition
     gives the highest :func:`keep_reward` (ties to the lower index), the row masked with the
-    masker's fill. A row costs ``sum_{j<k} (n_groups - j)`` model queries.
+    masker's fill. A row costs ``sum_{j<k} (n_groups - j)`` model queries, plus one for its
+    full answer when ``full`` is not given.
 
     Parameters
     ----------

@@ -367,7 +367,8 @@ def measure(pair, dataset, method, seed, profile, device, k, **labels):
         masks = np.asarray(judge.masker_.expand(groups), dtype=np.float32)
         return {**mask_fields(pair, masks), **evaluation(pair, profile, masks, MASK_ENTRIES),
                 "explain_ms_per_row": 1000 * explain_s / n_rows,
-                "queries_per_row": sum(judge.masker_.n_groups_ - j for j in range(k))}
+                # The full row's answer, then every candidate of each of the k rounds.
+                "queries_per_row": 1 + sum(judge.masker_.n_groups_ - j for j in range(k))}
     if method in REPAIRED:  # the explainer of the same seed, every row checked and repaired
         own = method.removesuffix("_repaired")
         explainer = copy.deepcopy(pair.cache[("explainer", dataset, own, seed)])
