@@ -21,7 +21,7 @@ from benchmarks import bench
 from benchmarks.harness import data, ours, peers, quality, registry, report, study
 from benchmarks.studies import structured, synthetic, tables
 import sk_sointer
-from sk_sointer import L2XExplainer, as_black_box, metrics
+from sk_sointer import L2XExplainer, ModelRefinement, as_black_box, metrics
 
 try:
     import river  # noqa: F401  (only the bench and datasets extras install it)
@@ -29,6 +29,7 @@ try:
 except ImportError:
     HAVE_RIVER = False
 
+_SHORT_REFINEMENT = ModelRefinement(max_epochs=2, judge_epochs=2)
 TINY = study.Profile(
     name="smoke",
     n_train=300,
@@ -42,11 +43,14 @@ TINY = study.Profile(
     captum_kernel_shap_samples=200,
     eval_steps=5,
     n_perturbations=2,
+    # Two epochs of training and of the refinement against the model (the refinement's
+    # default budget is most of a smoke fit's time and no test here reads its quality).
     explainer_params={
-        "l2x": {"max_epochs": 2, "batch_size": 64},
-        "realx": {"max_epochs": 2, "predictor_epochs": 1, "batch_size": 64},
-        "meed": {"max_epochs": 2, "batch_size": 64},
-        "hardkuma": {"max_epochs": 2, "batch_size": 64},
+        "l2x": {"max_epochs": 2, "batch_size": 64, "refine": _SHORT_REFINEMENT},
+        "realx": {"max_epochs": 2, "predictor_epochs": 1, "batch_size": 64,
+                  "refine": _SHORT_REFINEMENT},
+        "meed": {"max_epochs": 2, "batch_size": 64, "refine": _SHORT_REFINEMENT},
+        "hardkuma": {"max_epochs": 2, "batch_size": 64, "refine": _SHORT_REFINEMENT},
         "evalx": {"max_epochs": 2},
     },
 )

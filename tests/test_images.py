@@ -9,7 +9,7 @@ import torch
 from sklearn.datasets import load_digits
 from sklearn.linear_model import LogisticRegression
 
-from sk_sointer import CNN, CNNSelector, L2XExplainer, RealXExplainer, load, save
+from sk_sointer import CNN, CNNSelector, L2XExplainer, ModelRefinement, RealXExplainer, load, save
 from sk_sointer._layout import image_shape_of, patch_groups
 from sk_sointer.metrics import posthoc_accuracy
 
@@ -188,7 +188,9 @@ def test_grid_search_over_k_and_tau_on_images(digits_3_vs_8):
     from sklearn.model_selection import GridSearchCV
 
     X, model = digits_3_vs_8
-    search = GridSearchCV(L2XExplainer(patch_size=2, max_epochs=2, batch_size=64, **FAST),
+    # Nine fits: the refinement against the model is brief (its quality is tested apart).
+    search = GridSearchCV(L2XExplainer(patch_size=2, max_epochs=2, batch_size=64,
+                                       refine=ModelRefinement(max_epochs=2), **FAST),
                           {"k": [2, 4], "tau": [0.1, 0.5]}, cv=2).fit(X, black_box=model)
     assert np.isfinite(search.cv_results_["mean_test_score"]).all()
     masks = search.best_estimator_.transform(X[:3])

@@ -35,8 +35,9 @@ SPLIT_SEED = TRAIN_SEED = EXPLAIN_SEED = 0
 PROFILES = {
     "fast": dict(source="digits", n_explain=40, patch_size=2, k=4, black_box_epochs=30,
                  evalx_epochs=5, evalx_batch_size=64, seeds=2,
-                 explainer_params={"l2x": {"max_epochs": 5, "tau": 0.5},
-                                   # Its thresholded pixels are refined too: briefly.
+                 # A smoke run: the refinements against the model are brief.
+                 explainer_params={"l2x": {"max_epochs": 5, "tau": 0.5,
+                                           "refine": ModelRefinement(max_epochs=2)},
                                    "realx": {"max_epochs": 6, "predictor_epochs": 3,
                                              "alpha": 3.0,
                                              "refine": ModelRefinement(max_epochs=2)},
