@@ -214,6 +214,13 @@ class ModelRefinement(BaseEstimator):
         Share of ``max_queries`` spent on the greedy search whose subsets the selector
         imitates; the rest pays for the epochs. ``0`` trains by the score-function
         gradient alone.
+    imitate_epochs : int, default=0
+        Epochs of training on the greedy targets alone before the score-function epochs:
+        the selector learns to imitate the search's subsets on the rows it ran on, and asks
+        the model nothing (the selector before them stays a candidate of the one kept).
+        Where the budget ends the refinement while its fidelity still climbs (a forest
+        regressor of a noisy target, say), they give the score-function epochs a better
+        start. ``0``: none, as before.
     in_distribution : float, default=0.3
         Weight, from 0 to 1, of an in-distribution judge in the reward and in the choice of
         the selector kept: EVAL-X's predictor (Jethani et al., 2021), trained at fit on
@@ -267,6 +274,7 @@ class ModelRefinement(BaseEstimator):
         "n_eval_rows": [Interval(Integral, 1, None, closed="left")],
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
         "imitate_share": [Interval(Real, 0, 1, closed="both")],
+        "imitate_epochs": [Interval(Integral, 0, None, closed="left")],
         "in_distribution": [Interval(Real, 0, 1, closed="both")],
         "min_rows": [Interval(Integral, 0, None, closed="left")],
         "judge_epochs": [Interval(Integral, 1, None, closed="left")],
@@ -275,8 +283,8 @@ class ModelRefinement(BaseEstimator):
 
     def __init__(self, *, max_queries=1_000_000, max_epochs=100, n_samples=8, batch_size=128,
                  lr=3e-3, log_weight=0.1, n_eval_rows=2000, n_iter_no_change=20,
-                 imitate_share=0.5, in_distribution=0.3, min_rows=5000, judge_epochs=50,
-                 max_seconds=None):
+                 imitate_share=0.5, imitate_epochs=0, in_distribution=0.3, min_rows=5000,
+                 judge_epochs=50, max_seconds=None):
         self.max_queries = max_queries
         self.max_epochs = max_epochs
         self.n_samples = n_samples
@@ -286,6 +294,7 @@ class ModelRefinement(BaseEstimator):
         self.n_eval_rows = n_eval_rows
         self.n_iter_no_change = n_iter_no_change
         self.imitate_share = imitate_share
+        self.imitate_epochs = imitate_epochs
         self.in_distribution = in_distribution
         self.min_rows = min_rows
         self.judge_epochs = judge_epochs

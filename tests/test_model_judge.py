@@ -361,3 +361,31 @@ def test_synthetic_rows_make_a_small_tables_masks_hold_on_new_rows():
             k=2, random_state=seed, refine=ModelRefinement(min_rows=min_rows)
         ).fit(X_train, black_box=model).score(X_test) for seed in (0, 1)])
     assert scores[5_000] >= scores[0] + 0.02
+
+
+def test_imitation_epochs_cost_no_query_and_give_the_score_function_a_better_start(
+        switch_data):
+    """With a budget that pays for the greedy targets and about two epochs of draws, epochs
+    on the targets alone (no query) leave a selector that keeps the model's answer on new
+    rows more often; the selector before them is judged alike and stays a candidate."""
+    X, model = switch_data
+    X_test = np.random.RandomState(1).randn(500, 6).astype(np.float32)
+    refine = ModelRefinement(max_queries=12_000, batch_size=64, imitate_share=0.5,
+                             in_distribution=0.0, min_rows=0)
+    fitted = {}
+    for epochs in (0, 60):
+        fitted[epochs] = sk_sointer.L2XExplainer(
+            k=1, max_epochs=2, batch_size=64, baseline="zero", random_state=0,
+            refine=clone(refine).set_params(imitate_epochs=epochs)).fit(X, black_box=model)
+    plain, imitated = fitted[0], fitted[60]
+    # The same selector before the refinement, judged on the same rows.
+    assert imitated.refinement_fidelity_[0] == plain.refinement_fidelity_[0]
+    assert imitated.n_model_queries_ <= refine.max_queries
+    assert imitated.score(X_test) > plain.score(X_test) + 0.05
+
+
+def test_imitation_epochs_are_validated(switch_data):
+    X, model = switch_data
+    with pytest.raises(ValueError, match="imitate_epochs"):
+        sk_sointer.L2XExplainer(k=1, max_epochs=1, refine=ModelRefinement(
+            imitate_epochs=-1)).fit(X, black_box=model)

@@ -461,6 +461,19 @@ class SelectorJudgeNet(UpdateSteps, PortableNet, NeuralNet):
                 for size in np.unique(k[imitated]):
                     rows = imitated[k[imitated] == size]
                     imitate[rows] = model_judge.greedy(rows, int(size))
+        keep_best = KeepBestByModel(net_input, eval_index, patience=refinement.n_iter_no_change)
+        if refinement.imitate_epochs and plan.n_imitated:
+            # The method's own selector stays a candidate of the keep-best.
+            sizes = (k if np.ndim(k) == 0
+                     else torch.as_tensor(np.asarray(k)[eval_index], dtype=torch.long))
+            judged = model_judge.judged(eval_index,
+                                        self.group_masks(net_input[eval_index], sizes))
+            keep_best.own_ = (*judged, copy.deepcopy(self.module_.state_dict()))
+            ImitationNet(
+                self.module_, k=k, imitate=imitate, max_epochs=refinement.imitate_epochs,
+                batch_size=min(refinement.batch_size, len(imitated)), lr=refinement.lr,
+                **self.phase_params(),
+            ).fit(net_input[imitated], imitated.astype(np.int64)[:, None])
         net = ModelJudgedNet(
             self.module_,
             k=k,
@@ -472,9 +485,7 @@ class SelectorJudgeNet(UpdateSteps, PortableNet, NeuralNet):
             max_epochs=plan.max_epochs,
             batch_size=min(refinement.batch_size, n_rows),
             lr=refinement.lr,
-            callbacks=[("keep_best", KeepBestByModel(net_input, eval_index,
-                                                      patience=refinement.n_iter_no_change)),
-                       *callbacks],
+            callbacks=[("keep_best", keep_best), *callbacks],
             **self.phase_params(),
         )
         return net.fit(net_input, np.arange(n_rows, dtype=np.int64)[:, None])
@@ -616,7 +627,56 @@ def score_function_loss(logits, k, n_samples, cost):
     return ((costs - others) * log_prob).mean(), costs, hard
 
 
-class ModelJudgedNet(SelectorJudgeNet):
+def imitation_term(logits, targets, sizes):
+    """``(imitation, scale)``: the selector's log-probability of the target groups
+    (``targets``, 0/1 of shape (n_rows, n_groups); an all-zero row has none), summed over a
+    row's targets and averaged over the rows that have some, and what it is divided by to
+    count a group: ``sizes``, or 1 when ``sizes`` is a tensor of each row's (the rows'
+    sums are divided by their own)."""
+    targets = torch.as_tensor(targets, device=logits.device)
+    # The mean over the rows that have a target (none: no term), without asking the device
+    # which rows those are.
+    has = (targets.sum(dim=1) > 0).to(logits.dtype)
+    log_p = torch.log_softmax(logits, dim=1)
+    kept, scale = (targets * log_p).sum(dim=1), sizes
+    if isinstance(sizes, torch.Tensor):  # each row's own size
+        kept, scale = kept / sizes.to(logits.device, logits.dtype), 1
+    return (kept * has).sum() / has.sum().clamp_min(1), scale
+
+
+class ImitationNet(SelectorJudgeNet):
+    """Trains a fitted selector (``module``, in place) to imitate per-row target subsets
+    alone, without asking the model: the greedy targets of :meth:`SelectorJudgeNet.refine`
+    before its score-function epochs (``ModelRefinement(imitate_epochs=...)``). It is fed
+    what the selector sees and, as targets, the rows' indices into ``imitate``
+    (n_rows, n_groups); ``k`` is the subsets' size, or an array of each row's."""
+
+    def __init__(self, module, *, k, imitate, **kwargs):
+        _store_params(self, locals())
+        super().__init__(module, **kwargs)
+
+    def sizes(self, index):
+        """The subsets' size on rows ``index``: ``k``, or a long tensor of each row's."""
+        if np.ndim(self.k) == 0:
+            return self.k
+        return torch.as_tensor(np.asarray(self.k)[index], dtype=torch.long)
+
+    def initialize_optimizer(self, *args, **kwargs):
+        self.optimizer_ = self.module_optimizer("optimizer", self.module_)
+        return self
+
+    def train_step(self, batch, **fit_params):
+        X, index = self.batch_tensors(batch)
+        index = index.long().view(-1).cpu().numpy()
+        self.module_.train()
+        logits = self.module_(X)
+        imitation, scale = imitation_term(logits, self.imitate[index], self.sizes(index))
+        loss = -imitation / scale
+        self.step(self.optimizer_, loss, self.module_)
+        return {"loss": loss.detach(), "y_pred": None}
+
+
+class ModelJudgedNet(ImitationNet):
     """Refines a fitted selector (``module``, an initialised module trained in place) by the
     score-function gradient of the black box's own reward on masked training rows.
 
@@ -644,13 +704,7 @@ class ModelJudgedNet(SelectorJudgeNet):
     def __init__(self, module, *, k, model_judge, n_samples=8, imitate=None, threshold=None,
                  scores_of=None, **kwargs):
         _store_params(self, locals())
-        super().__init__(module, **kwargs)
-
-    def sizes(self, index):
-        """The subsets' size on rows ``index``: ``k``, or a long tensor of each row's."""
-        if np.ndim(self.k) == 0:
-            return self.k
-        return torch.as_tensor(np.asarray(self.k)[index], dtype=torch.long)
+        super().__init__(module, k=k, imitate=imitate, **kwargs)
 
     def _size_loss(self, logits, sizes):
         """The hinge that keeps ``sizes`` groups of each row above the threshold: the
@@ -677,10 +731,6 @@ class ModelJudgedNet(SelectorJudgeNet):
         epoch = len(self.history) - 1
         return max(0.0, 1.0 - 2.0 * epoch / max(self.max_epochs, 1))
 
-    def initialize_optimizer(self, *args, **kwargs):
-        self.optimizer_ = self.module_optimizer("optimizer", self.module_)
-        return self
-
     def train_step(self, batch, **fit_params):
         X, index = self.batch_tensors(batch)
         index = index.long().view(-1).cpu().numpy()
@@ -701,15 +751,7 @@ class ModelJudgedNet(SelectorJudgeNet):
         )
         weight = self._imitation_weight()
         if weight > 0:
-            targets = torch.as_tensor(self.imitate[index], device=logits.device)
-            # The mean over the rows that have a target (none: no term), without asking
-            # the device which rows those are.
-            has = (targets.sum(dim=1) > 0).to(logits.dtype)
-            log_p = torch.log_softmax(logits, dim=1)
-            kept, scale = (targets * log_p).sum(dim=1), sizes
-            if isinstance(sizes, torch.Tensor):  # each row's own size
-                kept, scale = kept / sizes.to(logits.device, logits.dtype), 1
-            imitation = (kept * has).sum() / has.sum().clamp_min(1)
+            imitation, scale = imitation_term(logits, self.imitate[index], sizes)
             loss = loss - weight * imitation / scale
         if isinstance(sizes, torch.Tensor):
             loss = loss + self._size_loss(logits, sizes)
@@ -739,6 +781,13 @@ class KeepBestByModel(Callback):
         self.best_, self.start_fidelity_ = self._judged(net)
         self.best_state_ = copy.deepcopy(net.module_.state_dict())
         self.stale_ = 0
+        # After the imitation epochs (ImitationNet), the selector before them, judged then:
+        # ``(judged, fidelity, state)``.
+        own = getattr(self, "own_", None)
+        if own is not None:
+            self.start_fidelity_ = own[1]
+            if own[0] > self.best_:
+                self.best_, self.best_state_ = own[0], own[2]
 
     def on_epoch_end(self, net, **kwargs):
         judged, fidelity = self._judged(net)
