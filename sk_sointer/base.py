@@ -23,6 +23,9 @@ hooks:
   ModelJudgedNet`), when ``fit`` got the model and ``refine`` is not None (the selector's
   output serves as the groups' log-weights: every method's scores are increasing in it;
   with ``k=None`` each row keeps its size);
+- ``_fit_judge_to_masks(X_scaled, net_input, targets)``: last, where the net's judge learnt
+  on relaxed masks (L2X, MEED), a few epochs of the judge alone on the selector's final
+  masks, so that it answers on the masks ``transform`` returns;
 - ``_selector_input(X_scaled, X)``: what the selector sees (the standardised rows by
   default; MEED adds the black box's output);
 - ``_selector_scores(X)``: per-group scores from the fitted selector, its module's outputs
@@ -243,6 +246,7 @@ class _SkorchEstimatorMixin:
             )
             self._train(problem, X, net_input, targets)
             self._refine(problem, X, net_input, outputs)
+            self._fit_judge_to_masks(X_scaled, net_input, targets)
         return self
 
     def _check_tokens(self, X, fitting=False):
@@ -305,6 +309,17 @@ class _SkorchEstimatorMixin:
 
     def _refine(self, problem, X, net_input, outputs):
         """No refinement: the evaluator has no selector; :class:`BaseExplainer` has one."""
+
+    def _fit_judge_to_masks(self, X_scaled, net_input, targets):
+        """Where the judge learnt on relaxed masks (L2X, MEED), the fit ends with a tenth of
+        its epochs (three at least) of the judge alone on the selector's final masks of the
+        training rows (see ``SelectorJudgeNet.fit_judge_to_masks``). The selector and its
+        masks do not move."""
+        net = self.net_
+        if not net.judge_learns_relaxed_masks:
+            return
+        net.fit_judge_to_masks(X_scaled, net.group_masks(net_input, self.k_), targets,
+                               max_epochs=max(3, self.max_epochs // 10))
 
     def _selector_input(self, X_scaled, X, outputs=None):
         """What the net is fed, in training and at explanation time (float32 ndarray; on

@@ -21,6 +21,7 @@ from torch.utils._pytree import tree_flatten
 
 import sk_sointer.explainers._graphs as graphs_module
 from sk_sointer import L2XExplainer, RealXExplainer, SOInterExplainer, EnergyNet
+from sk_sointer.base import BaseExplainer
 
 
 class FakeGraph:
@@ -185,6 +186,9 @@ def replayed_against_eager(net, batches, capture, sync=lambda: None):
 def fake(monkeypatch):
     cuda = FakeCuda()
     monkeypatch.setattr(graphs_module, "_CUDA", cuda)
+    # These tests count the captures, warm-ups and batches of the method's own training:
+    # the judge's last phase on the final masks (a net of its own) is left out of them.
+    monkeypatch.setattr(BaseExplainer, "_fit_judge_to_masks", lambda self, *args: None)
     return cuda
 
 
@@ -334,25 +338,26 @@ def test_a_captured_fit_on_cuda_learns_what_an_eager_one_does(rows):
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-def test_a_captured_fit_keeps_the_running_statistics_an_eager_one_keeps():
-    """A judge with batch normalisation answers in evaluation mode from its running
-    statistics, which the training steps update. On an H200 (torch 2.11) a captured L2X fit
-    on regression values scored R² 0.14 on masked rows where an eager fit scores 0.93,
-    though its statistics were updated as the eager fit's (240 batches, variances within
-    10 %): the last assertion fails there, not yet explained (``.ci/gpu step``)."""
+def test_a_captured_fit_judges_its_own_masks_as_an_eager_one():
+    """On an H200 (torch 2.11) a captured L2X fit on regression values once scored R² 0.14
+    with its approximator on its own masks where the eager fit scored 0.93. Not the capture:
+    one captured step equals the eager step tensor for tensor there (``.ci/gpu step``), and
+    the two fits part only through the order of floating-point sums. The approximator had
+    learnt on relaxed masks alone, and on the exact masks a unit with a running variance of
+    1e-5 fired (inputs' variance 160 times the running one): the fit now ends with epochs
+    of the judge on its final masks (``fit_judge_to_masks``)."""
     rng = np.random.RandomState(0)
     X = rng.randn(800, 6).astype(np.float32)
     values = 3 * X[:, 2] + X[:, 4] ** 2
     fits = [L2XExplainer(k=2, max_epochs=30, batch_size=100, device="cuda",
                          cuda_graphs=graphs, random_state=0).fit(X, values)
             for graphs in (True, False)]
-    variances = [[float(m.running_var.mean()) for m in fit.net_.approximator_.modules()
-                  if isinstance(m, torch.nn.BatchNorm1d)] for fit in fits]
-    assert variances[0] == pytest.approx(variances[1], rel=0.25)
+    # 30 epochs of 8 batches, then 3 of the judge alone.
     assert [int(m.num_batches_tracked) for m in fits[0].net_.approximator_.modules()
-            if isinstance(m, torch.nn.BatchNorm1d)] == [30 * 8] * 2
-    scores = [fit.score(X, values) for fit in fits]
-    assert scores[0] == pytest.approx(scores[1], abs=0.05) and scores[1] > 0.5
+            if isinstance(m, torch.nn.BatchNorm1d)] == [33 * 8] * 2
+    for fit in fits:
+        assert (fit.transform(X)[:, [2, 4]] == 1).all()
+        assert fit.score(X, values) > 0.8
 
 
 def _last_batches(net_class, fit):

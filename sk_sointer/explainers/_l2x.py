@@ -35,6 +35,7 @@ class L2XNet(SelectorJudgeNet):
 
     judges = ("approximator",)
     judge = "approximator"
+    judge_learns_relaxed_masks = True
 
     def __init__(self, module, *, k, tau, **kwargs):
         self.k = k
@@ -77,6 +78,9 @@ class L2XExplainer(BaseExplainer):
 
     approximator : callable, default=MLP(hidden_units=(200, 200), batch_norm=True)
         Factory of the approximator network that predicts the black box from ``x ⊙ mask``.
+        It learns on relaxed masks with the selector, then, last in ``fit``, alone for a
+        tenth of ``max_epochs`` (three at least) on the selector's final masks, the ones
+        ``transform`` returns and ``predict_masked`` and ``score`` (on outputs) judge.
 
     %(refine)s
 

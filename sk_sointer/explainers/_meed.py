@@ -65,6 +65,8 @@ class MEEDNet(SelectorJudgeNet):
     prefixes_ = [*SelectorJudgeNet.prefixes_, "approximators_optimizer"]
     judges = ("approximator", "adversary")
     judge = "approximator"
+    judge_learns_relaxed_masks = True
+    judge_optimizer = "approximators_optimizer"
 
     def __init__(self, module, *, feedback, k, tau, w_u, prior_weight, **kwargs):
         _store_params(self, locals())
@@ -312,7 +314,8 @@ class MEEDExplainer(BaseExplainer):
 
     approximator : callable, default=MLP(hidden_units=(200, 200), batch_norm=True)
         Factory of the fidelity approximator ``A_s``, which predicts the black box from the
-        selected features.
+        selected features. As L2X's, it ends ``fit`` with a tenth of ``max_epochs`` (three
+        at least) alone on the selector's final masks.
 
     adversary : callable, default=MLP(hidden_units=(200, 200), batch_norm=True)
         Factory of the adversarial approximator ``A_u``, which predicts the black box from
