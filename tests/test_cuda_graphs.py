@@ -361,19 +361,22 @@ def test_a_captured_fit_judges_its_own_masks_as_an_eager_one():
 
 
 def _last_batches(net_class, fit):
-    """``fit()``'s net and the tensors of the last two batches its training step saw."""
+    """``fit()``'s net and the tensors of the last two batches its own training step saw
+    (the judge's last phase, a net of its own, left out)."""
     seen = []
-    original = net_class.train_step
+    original, last_phase = net_class.train_step, BaseExplainer._fit_judge_to_masks
 
     def keeping(self, batch, **fit_params):
         seen[:] = [*seen[-1:], self.batch_tensors(batch)]
         return original(self, batch, **fit_params)
 
     net_class.train_step = keeping
+    BaseExplainer._fit_judge_to_masks = lambda self, *args: None
     try:
         return fit().net_, seen
     finally:
         net_class.train_step = original
+        BaseExplainer._fit_judge_to_masks = last_phase
 
 
 @pytest.mark.parametrize("task", ["labels", "values"])

@@ -56,10 +56,11 @@ def _judge_inputs(expl, X):
     seen = []
     norms = [m for m in net.approximator_.modules() if isinstance(m, torch.nn.BatchNorm1d)]
     hooks = [m.register_forward_hook(lambda m, i, o: seen.append(i[0])) for m in norms]
-    rows = torch.as_tensor(expl.masker_.standardize(X))
+    device = next(net.approximator_.parameters()).device
+    rows = torch.as_tensor(expl.masker_.standardize(X), device=device)
     with torch.no_grad():
         net.approximator_.eval()
-        net.approximator_(net.masked(rows, torch.as_tensor(expl.transform(X))))
+        net.approximator_(net.masked(rows, torch.as_tensor(expl.transform(X), device=device)))
     for hook in hooks:
         hook.remove()
     return zip(norms, seen)
