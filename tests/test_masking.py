@@ -273,11 +273,26 @@ def test_masks_do_not_depend_on_feature_units(make):
     assert masks[:, [0, 3]].mean() > 0.9
 
 
-@pytest.mark.parametrize("make", EXPLAINERS, ids=["L2X", "RealX"])
-def test_masks_do_not_depend_on_regression_target_units(make):
+# REAL-X's second pick on the table above is a near tie (two seeds agree on 27-31 % of its
+# rows), which any rounding may break: the values in other units are other float32 values
+# (about a third of the standardised targets differ by one unit in the last place), and a
+# captured fit on CUDA draws its Bernoulli masks from another stream than an eager one. On
+# that table the units moved 18 % of a captured fit's masks on an H200; on the CPU the same
+# happens to an eager fit of 2 * x0 - x3 (17 %). With twice the epochs and no interaction
+# the answer, x0 and x3, has a margin, and a units leak would still show.
+_TARGET_UNITS = [
+    (EXPLAINERS[0], lambda X: 2 * X[:, 0] - X[:, 3] + 0.5 * X[:, 1] * X[:, 2], [0]),
+    (lambda: RealXExplainer(k=2, max_epochs=60, predictor_epochs=30, batch_size=64,
+                            random_state=0),
+     lambda X: 2 * X[:, 0] - 1.5 * X[:, 3], [0, 3]),
+]
+
+
+@pytest.mark.parametrize("make, target, relevant", _TARGET_UNITS, ids=["L2X", "RealX"])
+def test_masks_do_not_depend_on_regression_target_units(make, target, relevant):
     rng = np.random.RandomState(0)
     X = rng.randn(400, 6).astype(np.float32)
-    y = 2 * X[:, 0] - X[:, 3] + 0.5 * X[:, 1] * X[:, 2]
+    y = target(X)
     expl, expl_1e5 = make().fit(X, y), make().fit(X, y * 1e5)
     np.testing.assert_allclose(expl_1e5.output_spec_.scale, expl.output_spec_.scale * 1e5,
                                rtol=1e-5)
@@ -288,6 +303,8 @@ def test_masks_do_not_depend_on_regression_target_units(make):
         # masks no more than fitting the same targets again does.
         floor = min(floor, _same_rows(masks, make().fit(X, y).transform(X)) - 0.02)
     assert _same_rows(masks, expl_1e5.transform(X)) >= floor
+    # Not a trivial answer: the features that matter most are what was found.
+    assert masks[:, relevant].mean() > 0.9
     assert expl.score(X, y) == pytest.approx(expl_1e5.score(X, y * 1e5), abs=1e-3)
 
 

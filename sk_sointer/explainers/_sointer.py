@@ -561,6 +561,7 @@ class SOInterExplainer(BaseExplainer):
         """The energy network configured for the problem's outputs, not yet fitted."""
         energy = clone(self._energy_template())
         return energy.set_params(states=problem.output_spec.n_states, device=device,
+                                 cuda_graphs=self.cuda_graphs and energy.cuda_graphs,
                                  verbose=max(self.verbose - 1, 0))
 
     def _fitted_parts(self):
