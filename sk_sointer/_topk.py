@@ -84,8 +84,52 @@ def topk_mask(scores, k, *, out=None, overwrite_scores=False):
     above = scores > kth
     at = scores == kth
     room = k - above.sum(-1, keepdim=True)
-    mask = above | (at & (at.cumsum(-1) <= room))
+    mask = above | (at & (_running_count(at) <= room))
     return mask.to(scores.dtype)
+
+
+# Largest k that :func:`topk_mask_of_finite` takes in rounds of argmax (measured up to 10).
+ROUNDS_K = 10
+
+
+def topk_mask_of_finite(scores, k):
+    """:func:`topk_mask` of a tensor of *finite* scores, as booleans, by ``k`` rounds of
+    argmax, each knocking its winner out (``argmax`` returns the first of equal maxima, so
+    ties go to the lower index as there).
+
+    On CUDA, for ``k <= ROUNDS_K``, faster than the top-k and its tie count (an H200:
+    0.18 against 0.35 ms at 100,000 x 10 with k = 3, 0.45 against 2.4 ms at 1,000,000 x
+    10, 2.1 against 5.6 ms at 100,000 x 1,000 with k = 10). A row with a non-finite score
+    gets a mask of no meaning (a knocked-out winner may win again): the caller checks the
+    scores, as ``transform``'s device path does before it keeps a chunk."""
+    mask = torch.zeros_like(scores, dtype=torch.bool)
+    work = scores.clone()
+    for _ in range(k):
+        best = work.argmax(-1, keepdim=True)
+        mask.scatter_(-1, best, True)
+        work.scatter_(-1, best, float("-inf"))
+    return mask
+
+
+# Widest rows whose running count an accelerator takes as a product with a triangular matrix.
+_TRIANGLE_WIDTH = 256
+
+
+def _running_count(flags, by_product=None):
+    """How many of a row's ``flags`` (booleans) are set up to and including each position.
+
+    ``cumsum`` along the last axis is slow on CUDA for narrow rows: 0.64 ms of the 2.8 ms
+    that ``transform`` took on 100,000 rows of ten features (an H200), more than the
+    selector's forward pass. On an accelerator, rows up to :data:`_TRIANGLE_WIDTH` wide are
+    counted as one product with an upper-triangular matrix of ones instead (exact: sums of
+    at most 256 ones in float32). ``by_product`` forces one way or the other."""
+    width = flags.shape[-1]
+    if by_product is None:
+        by_product = flags.device.type != "cpu" and width <= _TRIANGLE_WIDTH
+    if not by_product:
+        return flags.cumsum(-1)
+    triangle = torch.ones(width, width, device=flags.device).triu()
+    return flags.to(torch.float32) @ triangle
 
 
 def topk_masks_of_sizes(scores, sizes):

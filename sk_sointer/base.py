@@ -60,7 +60,7 @@ from ._repair import RowRepair, repair_masks
 from ._search import ModelJudge, ModelRefinement
 from ._utils import in_chunks, inference_chunk, resolve_device, seeded
 from .black_box import BlackBox, as_black_box, model_agreement
-from ._topk import topk_mask
+from ._topk import ROUNDS_K, topk_mask, topk_mask_of_finite
 from ._value import MaskedValue, draw_background, row_check
 
 # With tokens=True, the largest id fit accepts: at least this, or this many times the
@@ -963,9 +963,9 @@ class BaseExplainer(
         if group_masks is direct:
             return
         if isinstance(group_masks, torch.Tensor):
-            # Made, expanded and given out's dtype on the device: one copy out.
-            target = torch.from_numpy(out)
-            target.copy_(self.masker_.expand(group_masks.bool()).to(target.dtype))
+            # Made and expanded on the device, copied out as booleans (a quarter of the
+            # bytes of float32), given out's dtype on the host.
+            np.copyto(out, self.masker_.expand(group_masks.bool()).cpu().numpy())
             return
         out[...] = self.masker_.expand(group_masks)
 
@@ -975,17 +975,23 @@ class BaseExplainer(
         and the best group of a row where none is (an empty mask explains nothing: it
         says the model answers the same on the baseline, which is seldom what it does).
 
-        On an accelerator the masks are made there, so that only they travel back; on the
-        CPU NumPy's partition is the faster top-k, and it writes into ``out`` (a float
-        array of the scores' shape) when one is given.
+        On an accelerator the masks are made there (booleans, by rounds of argmax for a
+        small k), so that only they travel back; on the CPU NumPy's partition is the
+        faster top-k, and it writes into ``out`` (a float array of the scores' shape) when
+        one is given.
         """
         # ``k`` as it is now: a selector's scores do not depend on it, so setting k after
         # fit changes only how scores become masks.
         k = self._check_k()
         if _explains_on_device(scores.device):
+            # Boolean masks; of non-finite scores they mean nothing, and _chunk_on_device
+            # sends such a chunk back to the host path, which says what is wrong.
             if k is None:
-                return (scores > self._threshold) | topk_mask(scores, 1).bool()
-            return topk_mask(scores, min(k, self.masker_.n_groups_))
+                return (scores > self._threshold) | topk_mask_of_finite(scores, 1)
+            k = min(k, self.masker_.n_groups_)
+            if k <= ROUNDS_K:
+                return topk_mask_of_finite(scores, k)
+            return topk_mask(scores, k).bool()
         scores = scores.float().numpy()
         if out is None:
             out = np.empty(scores.shape, dtype=np.float32)

@@ -14,7 +14,7 @@ import sk_sointer._masking as masking
 import sk_sointer._utils as utils
 from sk_sointer import L2XExplainer, RealXExplainer
 from sk_sointer._masking import Masker, _column_mean_std
-from sk_sointer._topk import topk_mask
+from sk_sointer._topk import topk_mask, topk_mask_of_finite
 
 
 def _stable_topk(scores, k):
@@ -149,6 +149,22 @@ def test_numpy_topk_paths_agree_with_a_stable_sort(n_features, k):
     expected = np.zeros(scores.shape)
     expected[:, : k - 1] = expected[:, -1] = 1
     np.testing.assert_array_equal(topk_mask(scores, k), expected)
+
+
+@pytest.mark.parametrize("n_features, k", [(1, 1), (10, 1), (10, 3), (100, 10), (1000, 10)])
+def test_the_device_top_k_in_rounds_agrees_with_a_stable_sort(n_features, k):
+    # transform's device path takes up to ROUNDS_K winners by rounds of argmax: the same
+    # masks, ties to the lower index, as booleans.
+    rng = np.random.default_rng(n_features + k)
+    for scores in (rng.integers(0, 3, size=(50, n_features)).astype(np.float32),
+                   rng.normal(size=(50, n_features)), np.zeros((3, n_features))):
+        order = np.argsort(-scores, axis=-1, kind="stable")[:, :k]
+        expected = np.zeros(scores.shape, dtype=bool)
+        np.put_along_axis(expected, order, True, axis=-1)
+        mask = topk_mask_of_finite(torch.as_tensor(scores), k)
+        assert mask.dtype == torch.bool
+        np.testing.assert_array_equal(mask.numpy(), expected)
+        np.testing.assert_array_equal(mask.numpy(), topk_mask(scores, k).astype(bool))
 
 
 def test_cpu_chunks_are_bounded_in_rows_and_values():

@@ -26,7 +26,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from sk_sointer import (EnergyNet, HardKumaExplainer, L2XExplainer, MEEDExplainer,
                         RealXExplainer, SOInterExplainer)
-from sk_sointer._topk import topk_mask
+from sk_sointer._topk import _running_count, topk_mask
 from sk_sointer.explainers._net import UpdateSteps
 from sk_sointer.metrics import EvalXEvaluator
 
@@ -237,6 +237,23 @@ def test_the_top_k_of_a_tensor_waits_for_nothing_and_breaks_ties_to_lower_indice
         mask = topk_mask(scores, 2)
     assert recorder.seen == []
     np.testing.assert_array_equal(mask, [[0, 1, 1, 0, 0], [1, 1, 0, 0, 0], [1, 0, 1, 0, 0]])
+
+
+@pytest.mark.parametrize("width", [1, 2, 10, 100, 256])
+def test_the_running_count_of_ties_as_a_product_is_the_cumulative_sum(width):
+    # On an accelerator, narrow rows count their ties by a product with a triangle (a
+    # cumulative sum along ten values is slow on CUDA); the counts must be the same.
+    rng = np.random.RandomState(width)
+    flags = torch.as_tensor(rng.rand(300, width) < 0.6)
+    counted = _running_count(flags, by_product=True)
+    np.testing.assert_array_equal(counted.numpy(), flags.cumsum(-1).numpy())
+    scores = torch.as_tensor(rng.randint(0, 3, (300, width)).astype(np.float32))
+    k = max(1, width // 3)
+    with HostSyncs() as recorder:
+        _running_count(scores == 1, by_product=True)
+    assert recorder.seen == []
+    np.testing.assert_array_equal(topk_mask(scores, k).numpy(),
+                                  topk_mask(scores.numpy(), k))
 
 
 def test_the_steps_checked_are_every_step_the_fits_took(step_reports):
