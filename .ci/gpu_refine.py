@@ -2,8 +2,8 @@
 
     python .ci/gpu_refine.py OUT [N_ROWS]        (.ci/gpu refine OUT runs it)
 
-Measured on an H200 on 2026-11-27 (parts 1 and 3, from a scratch copy of this script):
-benchmarks/results/refine_cuda.json.
+Measured on an H200 on 2026-11-27, parts 1 to 3 (the day's second run, after SOInter's energy
+network was captured): benchmarks/results/refine_cuda.json.
 
 1. L2X at N_ROWS x 30 (100,000 by default) explaining a torch network on the device, fitted
    with ``refine=None`` and with the default refinement: the fit's seconds split into the
