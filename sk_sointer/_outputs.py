@@ -404,9 +404,13 @@ def output_values(predicted, spec):
     if bernoulli.numel():
         values.index_copy_(1, bernoulli, torch.sigmoid(predicted.index_select(1, bernoulli)))
     if real.numel() and spec.center is not None:
-        on_host = spec.column_kinds.real.numpy()
-        center = torch.as_tensor(spec.center[on_host], dtype=values.dtype, device=values.device)
-        scale = torch.as_tensor(spec.scale[on_host], dtype=values.dtype, device=values.device)
+        cache, key = device_copies(spec), ("units", values.device, values.dtype)
+        if key not in cache:  # copied once: a copy at every call waits for the device
+            on_host = spec.column_kinds.real.numpy()
+            cache[key] = tuple(torch.as_tensor(array[on_host], dtype=values.dtype,
+                                               device=values.device)
+                               for array in (spec.center, spec.scale))
+        center, scale = cache[key]
         values.index_copy_(1, real, predicted.index_select(1, real) * scale + center)
     return values
 

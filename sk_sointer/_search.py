@@ -22,6 +22,7 @@ import time
 from numbers import Integral, Real
 
 import numpy as np
+import torch
 from sklearn.base import BaseEstimator
 from sklearn.utils import Bunch
 from sklearn.utils._param_validation import Interval, InvalidParameterError
@@ -52,7 +53,7 @@ def keep_reward(full, masked, spec, *, log_weight=0.1):
 
     Parameters
     ----------
-    full, masked : ndarray of shape (n_rows, n_columns)
+    full, masked : ndarray of shape (n_rows, n_columns), or tensors on one device
         The model's outputs on the full rows and on the masked rows (probabilities or
         values, as :class:`~sk_sointer.black_box.BlackBox` returns them).
     spec : OutputSpec
@@ -60,8 +61,10 @@ def keep_reward(full, masked, spec, *, log_weight=0.1):
 
     Returns
     -------
-    reward : ndarray of shape (n_rows,), float64
+    reward : ndarray of shape (n_rows,), float64 (a tensor on their device for tensors)
     """
+    if isinstance(full, torch.Tensor):
+        return _keep_reward_tensor(full, masked, spec, log_weight)
     full = np.asarray(full, dtype=np.float64)
     masked = np.asarray(masked, dtype=np.float64)
     reward = np.zeros(len(full))
@@ -81,6 +84,29 @@ def keep_reward(full, masked, spec, *, log_weight=0.1):
             kept = (masked[:, start] > 0.5) == (full[:, start] > 0.5)
         log_proba = np.log(np.clip(masked_proba, np.exp(_LOG_FLOOR), None))
         reward += kept + log_weight * np.sum(full_proba * log_proba, axis=1)
+    return reward
+
+
+def _keep_reward_tensor(full, masked, spec, log_weight):
+    """:func:`keep_reward` of tensors, in float64 on their device (nothing read back)."""
+    full, masked = full.double(), masked.double()
+    reward = torch.zeros(len(full), dtype=torch.float64, device=full.device)
+    outputs = range(spec.n_outputs) if spec.target is None else [spec.target]
+    for i in outputs:
+        kind, (start, stop) = spec.kinds[i], spec.blocks[i]
+        if kind == "real":
+            scale = 1.0 if spec.scale is None else float(spec.scale[start])
+            reward -= ((masked[:, start] - full[:, start]) / scale) ** 2
+            continue
+        if kind == "categorical":
+            full_proba, masked_proba = full[:, start:stop], masked[:, start:stop]
+            kept = masked_proba.argmax(dim=1) == full_proba.argmax(dim=1)
+        else:
+            full_proba = torch.stack([1.0 - full[:, start], full[:, start]], dim=1)
+            masked_proba = torch.stack([1.0 - masked[:, start], masked[:, start]], dim=1)
+            kept = (masked[:, start] > 0.5) == (full[:, start] > 0.5)
+        log_proba = torch.log(masked_proba.clamp(min=float(np.exp(_LOG_FLOOR))))
+        reward += kept + log_weight * (full_proba * log_proba).sum(dim=1)
     return reward
 
 
@@ -378,6 +404,9 @@ class ModelRefinement(BaseEstimator):
         return Bunch(n_eval=n_eval, n_imitated=n_imitated, max_epochs=epochs)
 
 
+# Whether ModelJudge.on_device also holds on the CPU (tests: the device path, run there).
+_JUDGE_ON_CPU_TENSORS = False
+
 # Epochs over all the rows, synthetic ones included, that half of the refinement's budget
 # must pay for before synthetic rows are added (see ModelRefinement.synthetic_rows).
 _MIN_EPOCHS = 10
@@ -473,8 +502,59 @@ class ModelJudge:
     def _masked_rows(self, index, group_masks):
         return self.masker.mask_raw(self.X[index], self.masker.expand(group_masks))
 
+    def on_device(self, device):
+        """Whether :meth:`costs` can take rows and masks as tensors on ``device`` and
+        answer there, nothing read back to the host: a torch module on that accelerator,
+        the left-out features at the masker's fill (not a background's rows)."""
+        black_box = self.black_box
+        if (device.type == "cpu" and not _JUDGE_ON_CPU_TENSORS) or black_box.kind != "torch" \
+                or self.background is not None or black_box.token_ids:
+            return False
+        param = next(iter(black_box.model.parameters()), None)
+        return (param.device if param is not None else torch.device("cpu")) == device
+
+    def _on(self, device):
+        """The rows and the full rows' outputs as tensors on ``device`` (copied once), and
+        a device flag that stays true while every answer of the model is finite."""
+        if getattr(self, "_device", None) != device:
+            self._device = device
+            self._X_t = torch.as_tensor(self.X, dtype=torch.float32, device=device)
+            self._full_t = torch.as_tensor(self.full, device=device)
+            self._finite = torch.ones((), dtype=torch.bool, device=device)
+        return self._X_t, self._full_t
+
+    def check_finite(self):
+        """Raise the black box's error if it answered NaN or an infinity on the device
+        (:meth:`costs` of tensors checks nothing as it goes: that would wait for the
+        device at every step)."""
+        finite = getattr(self, "_finite", None)
+        if finite is not None and not bool(finite):
+            raise ValueError(
+                f"The black box {self.black_box.model!r} returned NaN or infinite outputs on "
+                "masked rows; explanations need finite outputs."
+            )
+
+    def _tensor_costs(self, index, group_masks):
+        X, full = self._on(group_masks.device)
+        self._spend(len(index))
+        masks = self.masker.expand(group_masks).bool()
+        fill = self.masker._tensor("baseline_", X)
+        answers = self.black_box(torch.where(masks, X[index], fill), checked=False)
+        self._finite &= torch.isfinite(answers).all()
+        reward = keep_reward(full[index], answers, self.spec, log_weight=self.log_weight)
+        weight = self.in_distribution_weight
+        if weight:
+            judged = keep_reward(full[index], self.in_distribution.tensor(index, group_masks),
+                                 self.spec, log_weight=self.log_weight)
+            reward = (1 - weight) * reward + weight * judged
+        return (-reward).float()
+
     def costs(self, index, group_masks):
-        """Minus the model's reward for rows ``index`` masked by 0/1 ``group_masks``."""
+        """Minus the model's reward for rows ``index`` masked by 0/1 ``group_masks``
+        (an ndarray; tensors on a device where :meth:`on_device` holds give a tensor
+        there)."""
+        if isinstance(group_masks, torch.Tensor):
+            return self._tensor_costs(index, group_masks)
         masked = self.value.masked_groups(self.X[index], group_masks)
         reward = keep_reward(self.full[index], masked, self.spec, log_weight=self.log_weight)
         weight = self.in_distribution_weight

@@ -550,13 +550,7 @@ class BaseExplainer(
             np.sort(torch.randperm(len(X))[:_JUDGE_ROWS].numpy())
         judge = self.net_.in_distribution_judge(X_scaled[rows], targets[rows],
                                                 max_epochs=refine.judge_epochs)
-
-        def predict(scaled, feature_masks):
-            outputs = judge.predict_masked(torch.as_tensor(scaled), torch.as_tensor(feature_masks))
-            return outputs.cpu().numpy()
-
-        return lambda index, group_masks: in_chunks(
-            predict, X_scaled[index], masker.expand(group_masks).astype(np.float32))
+        return _InDistribution(judge, X_scaled, masker)
 
     def _check_params(self, problem):
         k = self._check_k()
@@ -1032,6 +1026,31 @@ _CHECKS_THAT_FIT = (
     "check_fit2d_1feature", "check_dict_unchanged", "check_fit_idempotent",
     "check_fit_check_is_fitted", "check_n_features_in", "check_fit2d_predict1d",
 )
+
+
+class _InDistribution:
+    """An in-distribution judge's outputs on rows ``index`` (of the standardised training
+    rows ``X_scaled``) masked by ``group_masks``: ``judge(index, group_masks)`` of arrays,
+    in chunks, an array; :meth:`tensor` of tensors on the judge's device, a tensor there."""
+
+    def __init__(self, judge, X_scaled, masker):
+        self.judge, self.X_scaled, self.masker = judge, X_scaled, masker
+        self._on_device = None
+
+    def __call__(self, index, group_masks):
+        def predict(scaled, feature_masks):
+            outputs = self.judge.predict_masked(torch.as_tensor(scaled),
+                                                torch.as_tensor(feature_masks))
+            return outputs.cpu().numpy()
+
+        return in_chunks(predict, self.X_scaled[index],
+                         self.masker.expand(group_masks).astype(np.float32))
+
+    def tensor(self, index, group_masks):
+        if self._on_device is None or self._on_device.device != group_masks.device:
+            self._on_device = torch.as_tensor(self.X_scaled, device=group_masks.device)
+        return self.judge.predict_masked(self._on_device[index],
+                                         self.masker.expand(group_masks).float())
 
 
 def _explains_on_device(device):

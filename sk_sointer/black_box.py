@@ -105,7 +105,7 @@ class BlackBox:
         black_box.token_ids = bool(token_ids)
         return black_box
 
-    def __call__(self, X, *, grad=False):
+    def __call__(self, X, *, grad=False, checked=True):
         """Outputs of the model on ``X`` as a float32 tensor of shape (n_samples, n_outputs).
 
         Parameters
@@ -113,6 +113,10 @@ class BlackBox:
         X : torch.Tensor or array-like of shape (n_samples, n_features)
         grad : bool, default=False
             Keep the autograd graph (torch modules only), e.g. for gradient priors.
+        checked : bool, default=True
+            Check that the outputs are finite (and probabilities where declared so);
+            ``False`` checks their shape only, which reads nothing back from a device:
+            the caller checks the values (the refinement, once an epoch).
         """
         device = X.device if isinstance(X, torch.Tensor) else torch.device("cpu")
         if self.row_shape is not None and X.ndim == 2:
@@ -126,7 +130,7 @@ class BlackBox:
                 raise TypeError(f"Gradients are only available for torch modules; got {self.model!r}.")
             X_np = X.detach().cpu().numpy() if isinstance(X, torch.Tensor) else np.asarray(X)
             out = self._call_numpy(self._model_input(X_np))
-        return self._check_output(out, n_samples=X.shape[0]).to(device)
+        return self._check_output(out, n_samples=X.shape[0], values=checked).to(device)
 
     def predict(self, X):
         """Outputs on ``X`` as a float32 ndarray of shape (n_samples, n_outputs).
@@ -221,7 +225,7 @@ class BlackBox:
             return model.predict(X)
         return model(X)
 
-    def _check_output(self, out, *, n_samples):
+    def _check_output(self, out, *, n_samples, values=True):
         if isinstance(out, torch.Tensor):
             out = out.float()
         else:
@@ -252,12 +256,12 @@ class BlackBox:
             out = torch.cat([1 - out, out], dim=1)
         elif self.output == "multilabel_logits":
             out = torch.sigmoid(out)
-        if not bool(torch.isfinite(out).all()):
+        if values and not bool(torch.isfinite(out).all()):
             raise ValueError(
                 f"The black box {self.model!r} returned NaN or infinite outputs; explanations "
                 "need finite outputs."
             )
-        if self.output in ("proba", "multilabel_proba"):
+        if values and self.output in ("proba", "multilabel_proba"):
             self._check_probabilities(out)
         spec = self._infer_spec(out) if self.spec is None else self.spec
         if out.shape[1] != spec.n_columns:

@@ -13,6 +13,10 @@ from sk_sointer._outputs import spec_of
 from sk_sointer._search import greedy_subsets, keep_reward
 from sk_sointer.explainers._net import score_function_loss
 
+from torch.utils._python_dispatch import _disable_current_modes
+
+from .test_training_step import HostSyncs
+
 
 def _switch_model(X):
     """Class of sign(x0) where x2 > 0, else of sign(x1): which feature answers depends on
@@ -389,3 +393,117 @@ def test_imitation_epochs_are_validated(switch_data):
     with pytest.raises(ValueError, match="imitate_epochs"):
         sk_sointer.L2XExplainer(k=1, max_epochs=1, refine=ModelRefinement(
             imitate_epochs=-1)).fit(X, black_box=model)
+
+
+# The refinement of a torch model on its own device ------------------------------------------
+
+
+def _torch_model(X, y, regression=False):
+    torch.manual_seed(0)
+    layers = [torch.nn.Linear(X.shape[1], 16), torch.nn.Tanh(),
+              torch.nn.Linear(16, 1 if regression else 2)]
+    model = torch.nn.Sequential(*layers, *([] if regression else [torch.nn.Softmax(dim=1)]))
+    optimizer = torch.optim.Adam(model.parameters(), 1e-2)
+    rows, target = torch.as_tensor(X), torch.as_tensor(y)
+    for _ in range(200):
+        out = model(rows)
+        loss = (torch.nn.functional.mse_loss(out[:, 0], target) if regression else
+                torch.nn.functional.nll_loss(torch.log(out + 1e-9), target))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return model.eval()
+
+
+@pytest.mark.parametrize("task", ["labels", "values", "k=None"])
+def test_a_torch_model_on_the_selectors_device_refines_there_as_on_the_host(task, monkeypatch):
+    # On a GPU the refinement of a torch model keeps its rows, masks and answers on the
+    # device (ModelJudge.on_device): forced on the CPU, that path converts no tensor to
+    # NumPy and reads no value back in a step, and refines to the host path's masks.
+    import sk_sointer._search as search
+    from sk_sointer import L2XExplainer, RealXExplainer
+    from sk_sointer.explainers._net import ModelJudgedNet
+
+    rng = np.random.RandomState(0)
+    X = np.column_stack([rng.uniform(18, 90, 400), rng.randn(400, 4)]).astype(np.float32)
+    scaled = (X - X.mean(0)) / X.std(0)
+    regression = task == "values"
+    y = (scaled[:, 0] * scaled[:, 1] + scaled[:, 2]).astype(np.float32) if regression else \
+        (scaled[:, 0] * scaled[:, 1] + scaled[:, 2] > 0).astype(np.int64)
+    model = torch.nn.Sequential(_StandardizeRows(X), _torch_model(scaled, y, regression))
+    refine = ModelRefinement(max_epochs=4, max_queries=100_000)
+    make = (lambda: RealXExplainer(max_epochs=4, predictor_epochs=2, refine=refine,
+                                   random_state=0)) if task == "k=None" else \
+        (lambda: L2XExplainer(k=2, max_epochs=4, refine=refine, random_state=0))
+    host = make().fit(X, model)
+    monkeypatch.setattr(search, "_JUDGE_ON_CPU_TENSORS", True)
+    steps, numpy_calls, syncs_a_step = [], [], []
+    original_step, original_numpy = ModelJudgedNet.train_step, torch.Tensor.numpy
+    optimizer_step = ModelJudgedNet.step
+
+    def train_step(self, batch, **fit_params):
+        steps.append(self.model_judge.on_device(next(self.module_.parameters()).device))
+        with HostSyncs() as syncs:
+            monkeypatch.setattr(torch.Tensor, "numpy",
+                                lambda t, **kw: numpy_calls.append(1) or original_numpy(t, **kw))
+            try:
+                return original_step(self, batch, **fit_params)
+            finally:
+                monkeypatch.setattr(torch.Tensor, "numpy", original_numpy)
+                syncs_a_step.append(syncs.seen)
+
+    def step(self, *args, **kwargs):
+        # The optimizer's own step is torch's: Adam reads its step count, a CPU tensor.
+        with _disable_current_modes():
+            return optimizer_step(self, *args, **kwargs)
+
+    monkeypatch.setattr(ModelJudgedNet, "step", step)
+    monkeypatch.setattr(ModelJudgedNet, "train_step", train_step)
+    on_device = make().fit(X, model)
+    assert len(steps) > 2 and all(steps)
+    # The first step copies the rows, the outputs and the fill to the device, once.
+    assert numpy_calls == [] and syncs_a_step[1:] == [[]] * (len(steps) - 1)
+    np.testing.assert_array_equal(on_device.refinement_fidelity_, host.refinement_fidelity_)
+    np.testing.assert_array_equal(on_device.transform(X), host.transform(X))
+
+
+class _StandardizeRows(torch.nn.Module):
+    def __init__(self, X):
+        super().__init__()
+        self.register_buffer("mean", torch.as_tensor(X.mean(0)))
+        self.register_buffer("std", torch.as_tensor(X.std(0)))
+
+    def forward(self, rows):
+        return (rows - self.mean) / self.std
+
+
+def test_a_model_answering_nan_on_the_device_is_reported_at_the_epochs_end(monkeypatch):
+    import sk_sointer._search as search
+    from sk_sointer._search import ModelJudge
+
+    monkeypatch.setattr(search, "_JUDGE_ON_CPU_TENSORS", True)
+    X = np.random.RandomState(0).randn(50, 3).astype(np.float32)
+    masker = Masker("mean").fit(X)
+    fill = float(np.float32(masker.baseline_[0]))
+
+    class NanWhereLeftOut(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = torch.nn.Linear(3, 2)
+
+        def forward(self, rows):  # NaN where the first feature sits at its mean (left out)
+            out = torch.softmax(self.linear(rows), dim=1)
+            return torch.where(rows[:, :1] == fill, float("nan"), out)
+
+    black_box = sk_sointer.as_black_box(NanWhereLeftOut())
+    full = black_box.predict(X)
+    judge = ModelJudge(black_box, masker, spec_of(("categorical",), (2,)), X, full,
+                       log_weight=0.1)
+    assert judge.on_device(torch.device("cpu"))
+    index = torch.arange(4)
+    kept = judge.costs(index, torch.ones(4, 3))
+    assert isinstance(kept, torch.Tensor) and torch.isfinite(kept).all()
+    judge.check_finite()  # every answer so far finite
+    judge.costs(index, torch.tensor([[0.0, 1, 1]] * 4))
+    with pytest.raises(ValueError, match="returned NaN or infinite outputs on masked rows"):
+        judge.check_finite()

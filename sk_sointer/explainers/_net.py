@@ -612,7 +612,7 @@ def _dataset_tensors(dataset):
 # ---------------------------
 
 
-def score_function_loss(logits, k, n_samples, cost):
+def score_function_loss(logits, k, n_samples, cost, most=None):
     """A loss whose gradient is the score-function (REINFORCE) estimate of the gradient of
     the expected ``cost`` of exact k-subsets drawn from the selector.
 
@@ -634,6 +634,9 @@ def score_function_loss(logits, k, n_samples, cost):
         ``cost(hard)``: the cost (lower is better) of every draw, from the draws' 0/1 group
         masks ``(n_rows * n_samples, n_groups)``, the draws of a row consecutive; a tensor
         or an array of shape ``(n_rows * n_samples,)``, not differentiated.
+    most : int, default=None
+        With a size a row, the most groups drawn (at least the largest of ``k``); by
+        default the largest of ``k``, which reads it back from ``k``'s device.
 
     Returns
     -------
@@ -645,7 +648,7 @@ def score_function_loss(logits, k, n_samples, cost):
     sizes = None
     if isinstance(k, torch.Tensor):  # a size a row: the largest drawn, each row's kept
         sizes = k.to(logits.device).repeat_interleave(n_samples)
-        k = int(k.max())
+        k = int(k.max()) if most is None else most
     subsets = GumbelTopK(logits.repeat_interleave(n_samples, dim=0), k, validate_args=False)
     order = subsets.sample()
     hard = subsets.as_mask(order, sizes)
@@ -686,10 +689,28 @@ class ImitationNet(SelectorJudgeNet):
         super().__init__(module, **kwargs)
 
     def sizes(self, index):
-        """The subsets' size on rows ``index``: ``k``, or a long tensor of each row's."""
+        """The subsets' size on rows ``index``: ``k``, or a long tensor of each row's (on
+        ``index``'s device when it is a tensor)."""
         if np.ndim(self.k) == 0:
             return self.k
+        if isinstance(index, torch.Tensor):
+            return self._on_device("k", index.device, torch.long)[index]
         return torch.as_tensor(np.asarray(self.k)[index], dtype=torch.long)
+
+    def targets(self, index):
+        """The greedy target subsets of rows ``index`` (an ndarray, or a tensor on
+        ``index``'s device when it is a tensor)."""
+        if isinstance(index, torch.Tensor):
+            return self._on_device("imitate", index.device, torch.float32)[index]
+        return self.imitate[index]
+
+    def _on_device(self, name, device, dtype):
+        """The array parameter ``name`` as a tensor on ``device``, copied there once a fit."""
+        cache = self.__dict__.setdefault("_on_device_", {})
+        if (name, device) not in cache:
+            cache[name, device] = torch.as_tensor(np.asarray(getattr(self, name)), dtype=dtype,
+                                                  device=device)
+        return cache[name, device]
 
     def initialize_optimizer(self, *args, **kwargs):
         self.optimizer_ = self.module_optimizer("optimizer", self.module_)
@@ -700,7 +721,7 @@ class ImitationNet(SelectorJudgeNet):
         index = index.long().view(-1).cpu().numpy()
         self.module_.train()
         logits = self.module_(X)
-        imitation, scale = imitation_term(logits, self.imitate[index], self.sizes(index))
+        imitation, scale = imitation_term(logits, self.targets(index), self.sizes(index))
         loss = -imitation / scale
         self.step(self.optimizer_, loss, self.module_)
         return {"loss": loss.detach(), "y_pred": None}
@@ -763,25 +784,34 @@ class ModelJudgedNet(ImitationNet):
 
     def train_step(self, batch, **fit_params):
         X, index = self.batch_tensors(batch)
-        index = index.long().view(-1).cpu().numpy()
-        rows = np.repeat(index, self.n_samples)
+        index = index.long().view(-1)
+        # With a torch model on the selector's device the rows, the masks and the model's
+        # answers stay there (ModelJudge.on_device): the step reads nothing back.
+        on_device = self.model_judge.on_device(X.device)
+        if not on_device:
+            index = index.cpu().numpy()
+        n_rows = len(index) * self.n_samples
         # The step is taken only if the budget pays for it and for the evaluation that
         # ends the epoch (KeepBestByModel's); otherwise the epoch's remaining steps are
         # skipped and training ends after that evaluation.
         reserve = len(dict(self.callbacks_)["keep_best"].index)
-        if self.budget_spent_ or not self.model_judge.affords(len(rows) + reserve):
+        if self.budget_spent_ or not self.model_judge.affords(n_rows + reserve):
             self.budget_spent_ = True
             return {"loss": torch.zeros((), device=X.device), "y_pred": None}
         self.module_.train()
         logits = self.module_(X)
         sizes = self.sizes(index)
-        loss, costs, _ = score_function_loss(
-            logits, sizes, self.n_samples,
-            lambda hard: self.model_judge.costs(rows, hard.cpu().numpy()),
-        )
+        if on_device:
+            rows = index.repeat_interleave(self.n_samples)
+            cost = lambda hard: self.model_judge.costs(rows, hard)  # noqa: E731
+        else:
+            rows = np.repeat(index, self.n_samples)
+            cost = lambda hard: self.model_judge.costs(rows, hard.cpu().numpy())  # noqa: E731
+        most = int(np.max(self.k)) if on_device and np.ndim(self.k) else None
+        loss, costs, _ = score_function_loss(logits, sizes, self.n_samples, cost, most=most)
         weight = self._imitation_weight()
         if weight > 0:
-            imitation, scale = imitation_term(logits, self.imitate[index], sizes)
+            imitation, scale = imitation_term(logits, self.targets(index), sizes)
             loss = loss - weight * imitation / scale
         if isinstance(sizes, torch.Tensor):
             loss = loss + self._size_loss(logits, sizes)
@@ -820,6 +850,7 @@ class KeepBestByModel(Callback):
                 self.best_, self.best_state_ = own[0], own[2]
 
     def on_epoch_end(self, net, **kwargs):
+        net.model_judge.check_finite()  # the answers of the epoch's steps on the device
         judged, fidelity = self._judged(net)
         net.history.record("model_fidelity", fidelity)
         if judged > self.best_:
