@@ -327,3 +327,31 @@ def test_the_device_path_gives_the_host_path_masks_and_scores(dtype, monkeypatch
     bad[1, 0] = np.nan
     with pytest.raises(ValueError, match="Input X contains NaN"):
         explainers[0].transform(bad)
+
+
+def test_plain_float_rows_skip_sklearn_validation_and_others_do_not(fitted, monkeypatch):
+    # transform on a row or a few is a serving loop's call: sklearn's validation was half of
+    # it. Rows it would hand back unchanged skip it; anything else is validated as before.
+    import pandas as pd
+
+    X, explainers = fitted
+    explainer = explainers["l2x"]
+    rows = np.asarray(X[:3], dtype=np.float32)
+    assert explainer._validated_as_given(rows)
+    assert explainer._validated_as_given(rows.astype(np.float64))
+    for other in (rows.tolist(), rows.astype(np.float16), rows.astype(np.int64), rows[:0],
+                  rows[:, :-1], pd.DataFrame(rows)):
+        assert not explainer._validated_as_given(other)
+    fast = explainer.transform(rows)
+    with pytest.raises(ValueError, match="features"):
+        explainer.transform(rows[:, :-1])
+    monkeypatch.setattr(type(explainer), "_validated_as_given", lambda self, X: False)
+    np.testing.assert_array_equal(explainer.transform(rows), fast)
+    monkeypatch.undo()
+    # Fitted on named columns, bare rows still get sklearn's warning.
+    y = (X[:, 0] + X[:, 1] / 2 > 0).astype(int)
+    named = L2XExplainer(k=2, max_epochs=1, random_state=0).fit(
+        pd.DataFrame(X, columns=[f"c{i}" for i in range(X.shape[1])]), y)
+    assert not named._validated_as_given(rows)
+    with pytest.warns(UserWarning, match="feature names"):
+        named.transform(rows)
