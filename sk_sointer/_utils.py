@@ -127,3 +127,12 @@ def _store_params(estimator, params):
     for name, value in params.items():
         if name not in ("self", "__class__", "kwargs"):
             setattr(estimator, name, value)
+
+
+def set_mode(module, training):
+    """``module.train(training)``, skipped when the module and every submodule are already
+    in that mode: ``train`` re-sets each submodule through the slow ``nn.Module.__setattr__``
+    even when nothing changes, and training steps set modes on every batch (as
+    ``transform`` does on every call: a fifth of its time on one row)."""
+    if any(sub.training != training for sub in module.modules()):
+        module.train(training)

@@ -58,7 +58,7 @@ from ._networks import MLP
 from ._outputs import OutputSpec, check_outputs, output_agreement
 from ._repair import RowRepair, repair_masks
 from ._search import ModelJudge, ModelRefinement
-from ._utils import in_chunks, inference_chunk, resolve_device, seeded
+from ._utils import in_chunks, inference_chunk, resolve_device, seeded, set_mode
 from .black_box import BlackBox, as_black_box, model_agreement
 from ._topk import ROUNDS_K, topk_mask, topk_mask_of_finite
 from ._value import MaskedValue, draw_background, row_check
@@ -905,7 +905,7 @@ class BaseExplainer(
         """
         # The selector runs in evaluation mode: batch statistics must not depend on which
         # rows are explained together.
-        self.net_.module_.eval()
+        set_mode(self.net_.module_, False)
         device = self._inference_device()
         n_rows = X.shape[0]
         step = inference_chunk(device, X.shape[1])

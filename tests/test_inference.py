@@ -355,3 +355,28 @@ def test_plain_float_rows_skip_sklearn_validation_and_others_do_not(fitted, monk
     assert not named._validated_as_given(rows)
     with pytest.warns(UserWarning, match="feature names"):
         named.transform(rows)
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="needs CUDA"))])
+@pytest.mark.parametrize("k", [1, 3, 11, 12])
+def test_the_device_path_breaks_a_selectors_ties_to_the_lower_index(device, k, monkeypatch):
+    # A selector that scores every feature alike: its top-k is the first k features on the
+    # device path (rounds of argmax up to k = 10, the top-k and its tie count beyond) as
+    # on the host path; on the CPU the device path is forced.
+    import sk_sointer.base as base
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(300, 12).astype(np.float32)
+    explainer = L2XExplainer(k=k, max_epochs=1, refine=None, device=device,
+                             random_state=0).fit(X, (X[:, 0] > 0).astype(int))
+    last = [m for m in explainer.net_.module_.modules() if isinstance(m, torch.nn.Linear)][-1]
+    with torch.no_grad():
+        last.weight.zero_()
+        last.bias.zero_()
+    if device == "cpu":
+        monkeypatch.setattr(base, "_explains_on_device", lambda device: True)
+    masks = explainer.transform(X)
+    expected = np.zeros_like(masks)
+    expected[:, :k] = 1
+    np.testing.assert_array_equal(masks, expected)

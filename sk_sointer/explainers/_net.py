@@ -35,7 +35,7 @@ from torch.utils.data import Subset
 
 from .._networks import MLP, build_network
 from .._outputs import OutputLoss, output_values
-from .._utils import PortableNet, _store_params, in_chunks
+from .._utils import PortableNet, _store_params, in_chunks, set_mode
 from .._topk import topk_mask, topk_masks_of_sizes
 from ..distributions import GumbelTopK
 from ._graphs import reads_gradients, step_graphs
@@ -545,14 +545,6 @@ def index_batches(net, dataset, training, *, on_device=True):
 def _step_each(optimizer):
     for one in optimizer if isinstance(optimizer, tuple) else (optimizer,):
         one.step()
-
-
-def set_mode(module, training):
-    """``module.train(training)``, skipped when the module and every submodule are already
-    in that mode: ``train`` re-sets each submodule through the slow ``nn.Module.__setattr__``
-    even when nothing changes, and training steps set modes on every batch."""
-    if any(sub.training != training for sub in module.modules()):
-        module.train(training)
 
 
 class _IndexBatches:
