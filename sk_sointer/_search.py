@@ -508,19 +508,30 @@ class ModelJudge:
         the left-out features at the masker's fill (not a background's rows)."""
         black_box = self.black_box
         if (device.type == "cpu" and not _JUDGE_ON_CPU_TENSORS) or black_box.kind != "torch" \
-                or self.background is not None or black_box.token_ids:
+                or self.background is not None or black_box.token_ids \
+                or (self.in_distribution_weight and not hasattr(self.in_distribution, "rows_on")):
             return False
         param = next(iter(black_box.model.parameters()), None)
-        return (param.device if param is not None else torch.device("cpu")) == device
+        if (param.device if param is not None else torch.device("cpu")) != device \
+                or getattr(self, "_too_many_for", None) == device:
+            return False
+        try:
+            self._on(device)
+            if self.in_distribution_weight:
+                self.in_distribution.rows_on(device)
+        except torch.OutOfMemoryError:  # rows too many for the device: asked on the host
+            self._too_many_for = device
+            return False
+        return True
 
     def _on(self, device):
         """The rows and the full rows' outputs as tensors on ``device`` (copied once), and
         a device flag that stays true while every answer of the model is finite."""
         if getattr(self, "_device", None) != device:
-            self._device = device
             self._X_t = torch.as_tensor(self.X, dtype=torch.float32, device=device)
             self._full_t = torch.as_tensor(self.full, device=device)
             self._finite = torch.ones((), dtype=torch.bool, device=device)
+            self._device = device
         return self._X_t, self._full_t
 
     def check_finite(self):

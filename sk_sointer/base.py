@@ -1059,10 +1059,14 @@ class _InDistribution:
         return in_chunks(predict, self.X_scaled[index],
                          self.masker.expand(group_masks).astype(np.float32))
 
+    def rows_on(self, device):
+        """The standardised rows as a tensor on ``device``, copied there once."""
+        if self._on_device is None or self._on_device.device != device:
+            self._on_device = torch.as_tensor(self.X_scaled, device=device)
+        return self._on_device
+
     def tensor(self, index, group_masks):
-        if self._on_device is None or self._on_device.device != group_masks.device:
-            self._on_device = torch.as_tensor(self.X_scaled, device=group_masks.device)
-        return self.judge.predict_masked(self._on_device[index],
+        return self.judge.predict_masked(self.rows_on(group_masks.device)[index],
                                          self.masker.expand(group_masks).float())
 
 

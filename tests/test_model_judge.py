@@ -507,3 +507,25 @@ def test_a_model_answering_nan_on_the_device_is_reported_at_the_epochs_end(monke
     judge.costs(index, torch.tensor([[0.0, 1, 1]] * 4))
     with pytest.raises(ValueError, match="returned NaN or infinite outputs on masked rows"):
         judge.check_finite()
+
+
+def test_rows_too_many_for_the_device_are_asked_on_the_host(monkeypatch):
+    import sk_sointer._search as search
+    from sk_sointer._search import ModelJudge
+
+    monkeypatch.setattr(search, "_JUDGE_ON_CPU_TENSORS", True)
+    X = np.random.RandomState(0).randn(50, 3).astype(np.float32)
+    black_box = sk_sointer.as_black_box(torch.nn.Sequential(torch.nn.Linear(3, 2),
+                                                            torch.nn.Softmax(dim=1)))
+    judge = ModelJudge(black_box, Masker("mean").fit(X), spec_of(("categorical",), (2,)), X,
+                       black_box.predict(X), log_weight=0.1)
+    copies = []
+
+    def out_of_memory(device):
+        copies.append(device)
+        raise torch.OutOfMemoryError("CUDA out of memory")
+
+    monkeypatch.setattr(judge, "_on", out_of_memory)
+    cpu = torch.device("cpu")
+    assert not judge.on_device(cpu) and not judge.on_device(cpu)
+    assert copies == [cpu]  # tried once, then the host path
