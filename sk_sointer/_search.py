@@ -246,7 +246,11 @@ class ModelRefinement(BaseEstimator):
         the model nothing (the selector before them stays a candidate of the one kept).
         Where the budget ends the refinement while its fidelity still climbs (a forest
         regressor of a noisy target, say), they give the score-function epochs a better
-        start. ``0``: none, as before.
+        start: 100 of them raised L2X's and MEED's fidelity on statsmodels' randhie
+        (a forest regressor of doctor visits) by 3.5 to 13 points. But the greedy targets
+        are chosen at the fill: on star98 (a boosting regressor) the same 100 epochs left
+        the fidelity where it was and cost 5 to 16 points under an in-distribution judge
+        (EVAL-X), so judge both before keeping them. ``0``: none, as before.
     in_distribution : float, default=0.3
         Weight, from 0 to 1, of an in-distribution judge in the reward and in the choice of
         the selector kept: EVAL-X's predictor (Jethani et al., 2021), trained at fit on
