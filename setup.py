@@ -53,8 +53,10 @@ setup(
     extras_require={
         # The whole suite, with nothing skipped: the tests run every example and build the
         # gallery (plotting, documentation), read the data sets' files and run the Dask
-        # paths. A test needing one of these skips when it is absent.
-        "test": ["pytest", "pandas", "hypothesis", *PLOT, *DOC, *DATASETS, *DASK],
+        # paths. A test needing one of these skips when it is absent. pytest-xdist: the
+        # README's test command runs on two workers (one per core of a small machine).
+        "test": ["pytest", "pytest-xdist", "pandas", "hypothesis", *PLOT, *DOC, *DATASETS,
+                 *DASK],
         # quantus: the reference for metrics.relative_input_stability (it pulls in OpenCV).
         "bench": ["shap", "lime", "captum", "quantus", "pandas", *DATASETS],
         "datasets": DATASETS,

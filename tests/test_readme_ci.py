@@ -9,7 +9,7 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.rst"
 BENCHMARKS_PAGE = ROOT / "doc" / "benchmarks.rst"
 CI_RUN = ROOT / ".ci" / "run"
-SLOW_RUN = "OMP_NUM_THREADS=1 python -m pytest -q -m slow tests"
+SLOW_RUN = "OMP_NUM_THREADS=1 python -m pytest -q -n 2 -m slow tests"
 
 # .ci/run may end a README line with "|| exit" (errexit ignores failures inside && lists).
 EXIT_SUFFIX = " || exit"
@@ -37,7 +37,9 @@ def test_readme_setup_block_has_install_and_test_commands():
     assert "pip install -e . &&" in install and "python -m sk_sointer demo" in install
     assert "[" not in install
     assert tests.startswith('pip install -e ".[test]" && ')
-    assert 'pytest -q -m "not slow" tests' in tests
+    # Two workers, one per core of the small machine the test time is promised on; the
+    # workers come with the test extra.
+    assert 'pytest -q -n 2 -m "not slow" tests' in tests
 
 
 def test_ci_runs_the_slow_tests_after_the_readme_commands():
