@@ -71,6 +71,23 @@ class RowRepair(BaseEstimator):
         return max(1, k or 1) * n_groups
 
 
+class RepairReport(Bunch):
+    """What :meth:`transform` with ``repair`` did, as ``repair_report_`` holds it: a
+    :class:`~sklearn.utils.Bunch` of ``n_rows``, ``n_failed`` (rows whose mask failed the
+    check), ``n_repaired`` (of those, rows that hold after the search), ``n_queries``
+    (model rows sent, the check included), ``queries_per_row`` and ``holds`` (per row,
+    after the search). Printed, it gives the counts and how many rows hold, not every
+    row's flag."""
+
+    def __repr__(self):
+        fields = [f"{name}={self[name]!r}" for name in self if name != "holds"]
+        holds = self.get("holds")
+        if holds is not None:
+            holds = np.asarray(holds)
+            fields.append(f"holds=<{holds.size} rows, {int(holds.sum())} hold>")
+        return f"RepairReport({', '.join(fields)})"
+
+
 def repair_masks(value, X, scores, group_masks, spec, k, repair):
     """Check every row's mask and search further where it fails.
 

@@ -45,7 +45,7 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, _fit_context, clone
-from sklearn.utils import Bunch, Tags, assert_all_finite, check_array, get_tags
+from sklearn.utils import Tags, assert_all_finite, check_array, get_tags
 from sklearn.utils._param_validation import (Interval, InvalidParameterError, StrOptions,
                                             validate_parameter_constraints)
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -56,7 +56,7 @@ from ._layout import RowLayout, flatten_rows
 from ._masking import Masker
 from ._networks import MLP
 from ._outputs import OutputSpec, check_outputs, output_agreement
-from ._repair import RowRepair, repair_masks
+from ._repair import RepairReport, RowRepair, repair_masks
 from ._search import ModelJudge, ModelRefinement
 from ._utils import in_chunks, inference_chunk, resolve_device, seeded, set_mode
 from .black_box import BlackBox, as_black_box, model_agreement
@@ -731,7 +731,7 @@ class BaseExplainer(
         report = repair_masks(self._masked_value(), X, scores, group_masks, self.output_spec_,
                               self._check_k(), repair)
         n_rows = len(X)
-        self.repair_report_ = Bunch(
+        self.repair_report_ = RepairReport(
             n_rows=n_rows, n_failed=report.n_failed, n_repaired=report.n_repaired,
             n_queries=report.n_queries, queries_per_row=report.n_queries / max(n_rows, 1),
             holds=report.holds,

@@ -125,6 +125,27 @@ def test_repair_budget_bounds_the_search(switch, weak):
     assert report.n_queries == 2 * len(X) + 6 * report.n_failed
 
 
+
+def test_the_repair_report_prints_its_counts_and_survives_save_and_load(switch, weak,
+                                                                         tmp_path):
+    X, _ = switch
+    explainer = copy.deepcopy(weak).set_params(repair="model")
+    explainer.transform(X)
+    report = explainer.repair_report_
+    text = repr(report)
+    # The counts, and how many rows hold rather than every row's flag.
+    assert f"n_failed={report.n_failed}, n_repaired={report.n_repaired}" in text
+    assert f"holds=<{len(X)} rows, {int(report.holds.sum())} hold>" in text
+    assert "True" not in text and len(text) < 200
+    # Saved and loaded, it is the same report (it came back as a plain dict before).
+    path = tmp_path / "repaired.skx"
+    sk_sointer.save(explainer, path)
+    loaded = sk_sointer.load(path, black_box=_switch_proba).repair_report_
+    assert loaded.n_repaired == report.n_repaired and loaded.n_queries == report.n_queries
+    np.testing.assert_array_equal(loaded.holds, report.holds)
+    assert repr(loaded) == text
+    assert repr(pickle.loads(pickle.dumps(explainer)).repair_report_) == text
+
 @pytest.mark.parametrize("seed", [0, 1])
 def test_repair_without_k_adds_groups_until_the_answer_holds(switch, seed):
     X, model = switch
