@@ -217,7 +217,10 @@ class ModelRefinement(BaseEstimator):
         (with the evaluation that ends their epoch) are not taken. The evaluation rows
         are at most an eighth of it; a budget of under 8 queries leaves the selector as
         the method trained it. A 100-tree random forest answers about 10^5 to 10^6 rows a
-        second.
+        second. Where this budget, ``max_seconds`` or ``max_epochs`` ends the refinement
+        while the model's fidelity on the judged rows still rises (a point or more over
+        the last quarter of the epochs), ``fit`` warns with sklearn's
+        ``ConvergenceWarning``.
     max_epochs : int, default=100
         Most passes over the training rows (with synthetic rows, see ``min_rows``, fewer
         passes over more rows: see :meth:`plan`).
@@ -387,7 +390,8 @@ class ModelRefinement(BaseEstimator):
             evaluation cost ``2 * n_eval`` queries, each epoch's evaluation ``n_eval``),
             ``n_imitated`` (the rows the greedy search runs on, planned at ``k * n_groups``
             queries a row, a bound on its cost), ``max_epochs`` (the epochs the rest pays for, ``n_rows * n_samples +
-            n_eval`` queries each; at least one, cut short by the budget if need be).
+            n_eval`` queries each; at least one, cut short by the budget if need be),
+            ``budget_bound`` (whether the budget, not ``max_epochs``, sets them).
         """
         budget = (self.max_queries - spent) // max(int(queries_per_row), 1)
         n_eval = min(n_rows, self.n_eval_rows, budget // 8)
@@ -405,7 +409,8 @@ class ModelRefinement(BaseEstimator):
         per_epoch = n_rows * self.n_samples + n_eval
         most = math.ceil(self.max_epochs * math.sqrt((n_training or n_rows) / n_rows))
         epochs = int(np.clip(left // per_epoch, 1, most))
-        return Bunch(n_eval=n_eval, n_imitated=n_imitated, max_epochs=epochs)
+        return Bunch(n_eval=n_eval, n_imitated=n_imitated, max_epochs=epochs,
+                     budget_bound=bool(left // per_epoch < most))
 
 
 # Whether ModelJudge.on_device also holds on the CPU (tests: the device path, run there).

@@ -45,6 +45,7 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, _fit_context, clone
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import Tags, assert_all_finite, check_array, get_tags
 from sklearn.utils._param_validation import (Interval, InvalidParameterError, StrOptions,
                                             validate_parameter_constraints)
@@ -497,6 +498,35 @@ class BaseExplainer(
             [keep_best.start_fidelity_, *net.history[:, "model_fidelity"]], dtype=np.float64
         )
         self.n_model_queries_ = judge.n_queries
+        self._warn_if_still_rising(refine, net, keep_best, judge)
+
+    def _warn_if_still_rising(self, refine, net, keep_best, judge):
+        """A ConvergenceWarning when the refinement ended on its budget (queries, seconds or
+        epochs), not on ``n_iter_no_change``, while the model's fidelity on the evaluation
+        rows still rose: the best of its last quarter of epochs at least
+        ``_STILL_RISING`` above the best before them."""
+        curve = self.refinement_fidelity_
+        n_epochs = len(curve) - 1
+        if n_epochs < 4 or keep_best.stale_ >= keep_best.patience:
+            return
+        last = max(1, n_epochs // 4)
+        before, after = curve[:-last].max(), curve[-last:].max()
+        if after - before < _STILL_RISING:
+            return
+        if judge.deadline is not None and time.monotonic() >= judge.deadline:
+            limit, remedy = f"its time budget (max_seconds={refine.max_seconds:g})", "max_seconds"
+        elif net.plan_.budget_bound or net.budget_spent_:
+            limit, remedy = f"its query budget (max_queries={refine.max_queries:,})", "max_queries"
+        else:
+            limit, remedy = f"max_epochs={refine.max_epochs}", "max_epochs"
+        warnings.warn(
+            f"{type(self).__name__}'s refinement against the model ended on {limit} after "
+            f"{n_epochs} epochs while the model's fidelity on the training rows still rose "
+            f"({before:.3f} -> {after:.3f} over its last {last} epochs): a larger "
+            f"ModelRefinement({remedy}=...) may give more faithful masks "
+            "(refinement_fidelity_ holds the curve).",
+            ConvergenceWarning,
+        )
 
     def _selection_sizes(self, net_input):
         """The number of groups the fitted selector selects (``k=None``) on each row of
@@ -1162,6 +1192,10 @@ def _above_or_best(scores, threshold, out):
         out[empty, scores[empty].argmax(axis=1)] = 1.0
     return out
 
+
+# The rise of the model's fidelity over the refinement's last quarter of epochs (a point)
+# from which its end on a budget is warned of (_warn_if_still_rising).
+_STILL_RISING = 0.01
 
 _DIVERGED = (
     "{name}'s training diverged: its networks' weights became NaN or infinite (lr={lr:g}); "

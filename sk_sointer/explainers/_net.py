@@ -518,6 +518,7 @@ class SelectorJudgeNet(UpdateSteps, PortableNet, NeuralNet):
             callbacks=[("keep_best", keep_best), *callbacks],
             **self.phase_params(),
         )
+        net.plan_ = plan  # what ended the epochs, for the explainer's convergence warning
         return net.fit(net_input, np.arange(n_rows, dtype=np.int64)[:, None])
 
 
