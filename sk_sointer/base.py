@@ -498,13 +498,14 @@ class BaseExplainer(
             [keep_best.start_fidelity_, *net.history[:, "model_fidelity"]], dtype=np.float64
         )
         self.n_model_queries_ = judge.n_queries
-        self._warn_if_still_rising(refine, net, keep_best, judge)
+        self._warn_if_still_rising(refine, net, keep_best, judge, n_rows, len(X))
 
-    def _warn_if_still_rising(self, refine, net, keep_best, judge):
+    def _warn_if_still_rising(self, refine, net, keep_best, judge, n_training, n_rows):
         """A ConvergenceWarning when the refinement ended on its budget (queries, seconds or
         epochs), not on ``n_iter_no_change``, while the model's fidelity on the evaluation
         rows still rose: the best of its last quarter of epochs at least
-        ``_STILL_RISING`` above the best before them."""
+        ``_STILL_RISING`` above the best before them. ``n_rows`` rows were refined, the
+        first ``n_training`` of them training rows, the others synthetic."""
         curve = self.refinement_fidelity_
         n_epochs = len(curve) - 1
         if n_epochs < 4 or keep_best.stale_ >= keep_best.patience:
@@ -517,8 +518,11 @@ class BaseExplainer(
             limit, remedy = f"its time budget (max_seconds={refine.max_seconds:g})", "max_seconds"
         elif net.plan_.budget_bound or net.budget_spent_:
             limit, remedy = f"its query budget (max_queries={refine.max_queries:,})", "max_queries"
-        else:
+        else:  # with synthetic rows, max_epochs times the root of the training rows' share
             limit, remedy = f"max_epochs={refine.max_epochs}", "max_epochs"
+            if n_rows > n_training:
+                limit += (f" ({net.max_epochs} epochs over {n_training:,} training rows and "
+                          f"{n_rows - n_training:,} synthetic ones)")
         warnings.warn(
             f"{type(self).__name__}'s refinement against the model ended on {limit} after "
             f"{n_epochs} epochs while the model's fidelity on the training rows still rose "

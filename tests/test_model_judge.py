@@ -266,7 +266,10 @@ def test_patience_counts_the_epochs_after_the_greedy_targets_only(switch_data):
 @pytest.mark.parametrize("cut, limit", [
     (dict(max_queries=40_000), r"its query budget \(max_queries=40,000\)"),
     (dict(max_epochs=8), r"max_epochs=8"),
-])
+    # With synthetic rows, max_epochs times the root of the training rows' share.
+    (dict(max_epochs=32, min_rows=1_600, lr=3e-4),
+     r"max_epochs=32 \(16 epochs over 400 training rows and 1,200 synthetic ones\)"),
+], ids=["queries", "epochs", "epochs_with_synthetic_rows"])
 def test_a_refinement_cut_short_while_it_still_gains_says_so(switch_data, cut, limit):
     """sklearn's ConvergenceWarning when the budget, not n_iter_no_change, ended a
     refinement whose fidelity still rose (on statsmodels' randhie with a boosting
@@ -275,7 +278,7 @@ def test_a_refinement_cut_short_while_it_still_gains_says_so(switch_data, cut, l
     X, model = switch_data
 
     def refined(**params):
-        refine = ModelRefinement(min_rows=0, **params)
+        refine = ModelRefinement(**{"min_rows": 0, **params})
         return sk_sointer.L2XExplainer(k=2, max_epochs=1, batch_size=64, refine=refine,
                                        random_state=0).fit(X, black_box=model)
 
