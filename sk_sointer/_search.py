@@ -219,8 +219,8 @@ class ModelRefinement(BaseEstimator):
         the method trained it. A 100-tree random forest answers about 10^5 to 10^6 rows a
         second. Where this budget, ``max_seconds`` or ``max_epochs`` (without synthetic
         rows) ends the refinement while the model's fidelity on the judged rows still
-        rises (a point or more over the last quarter of the epochs), ``fit`` warns with
-        sklearn's ``ConvergenceWarning``.
+        rises (a point or more over the last quarter of the epochs, and a tenth of a point
+        an epoch), ``fit`` warns with sklearn's ``ConvergenceWarning``.
     max_epochs : int, default=100
         Most passes over the training rows (with synthetic rows, see ``min_rows``, fewer
         passes over more rows: see :meth:`plan`).

@@ -504,7 +504,7 @@ class BaseExplainer(
         """A ConvergenceWarning when the refinement ended on its budget (queries, seconds or
         epochs), not on ``n_iter_no_change``, while the model's fidelity on the evaluation
         rows still rose: the best of its last quarter of epochs at least
-        ``_STILL_RISING`` above the best before them. ``n_rows`` rows were refined, the
+        ``_STILL_RISING`` above the best before them, and a tenth of that an epoch. ``n_rows`` rows were refined, the
         first ``n_training`` of them training rows, the others synthetic: the epochs that
         max_epochs allows them are not warned of."""
         curve = self.refinement_fidelity_
@@ -513,7 +513,7 @@ class BaseExplainer(
             return
         last = max(1, n_epochs // 4)
         before, after = curve[:-last].max(), curve[-last:].max()
-        if after - before < _STILL_RISING:
+        if after - before < _STILL_RISING * max(1.0, last / 10):
             return
         if judge.deadline is not None and time.monotonic() >= judge.deadline:
             limit, remedy = f"its time budget (max_seconds={refine.max_seconds:g})", "max_seconds"
@@ -1201,8 +1201,9 @@ def _above_or_best(scores, threshold, out):
     return out
 
 
-# The rise of the model's fidelity over the refinement's last quarter of epochs (a point)
-# from which its end on a budget is warned of (_warn_if_still_rising).
+# The rise of the model's fidelity over the refinement's last quarter of epochs (a point,
+# and a tenth of a point an epoch) from which its end on a budget is warned of
+# (_warn_if_still_rising): 100 epochs ending 1 point up over their last 25 are not.
 _STILL_RISING = 0.01
 
 _DIVERGED = (
