@@ -503,10 +503,10 @@ class BaseExplainer(
     def _warn_if_still_rising(self, refine, net, keep_best, judge, n_training, n_rows):
         """A ConvergenceWarning when the refinement ended on its budget (queries, seconds or
         epochs), not on ``n_iter_no_change``, while the model's fidelity on the evaluation
-        rows still rose: the best of its last quarter of epochs at least
-        ``_STILL_RISING`` above the best before them, and a tenth of that an epoch. ``n_rows`` rows were refined, the
-        first ``n_training`` of them training rows, the others synthetic: the epochs that
-        max_epochs allows them are not warned of."""
+        rows still rose: the best of its last quarter of epochs at least ``_STILL_RISING``
+        above the best before them, and a tenth of that an epoch. ``n_rows`` rows were
+        refined, the first ``n_training`` of them training rows, the others synthetic: the
+        epochs that ``max_epochs`` allows those are not warned of."""
         curve = self.refinement_fidelity_
         n_epochs = len(curve) - 1
         if n_epochs < 4 or keep_best.stale_ >= keep_best.patience:
