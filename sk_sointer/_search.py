@@ -217,10 +217,12 @@ class ModelRefinement(BaseEstimator):
         (with the evaluation that ends their epoch) are not taken. The evaluation rows
         are at most an eighth of it; a budget of under 8 queries leaves the selector as
         the method trained it. A 100-tree random forest answers about 10^5 to 10^6 rows a
-        second. Where this budget, ``max_seconds`` or ``max_epochs`` (without synthetic
-        rows) ends the refinement while the model's fidelity on the judged rows still
-        rises (a point or more over the last quarter of the epochs, and a tenth of a point
-        an epoch), ``fit`` warns with sklearn's ``ConvergenceWarning``.
+        second. Where this budget ends the refinement while the model's fidelity on the
+        judged rows still rises (a point or more over the last quarter of the epochs, and
+        a tenth of a point an epoch: :func:`still_rising`), it is extended (see
+        ``max_extensions``). Where the last budget, ``max_seconds`` or ``max_epochs``
+        (without synthetic rows) ends it so, ``fit`` warns with sklearn's
+        ``ConvergenceWarning``.
     max_epochs : int, default=100
         Most passes over the training rows (with synthetic rows, see ``min_rows``, fewer
         passes over more rows: see :meth:`plan`).
@@ -280,6 +282,14 @@ class ModelRefinement(BaseEstimator):
     judge_epochs : int, default=50
         Epochs of the in-distribution judge's training (with ``in_distribution > 0``), on
         at most 10,000 of the training rows, drawn with the explainer's seed.
+    max_extensions : int, default=3
+        Times the query budget is extended by another ``max_queries`` where it ended the
+        refinement while the model's fidelity on the judged rows still rose: the same
+        refinement goes on for the epochs the extension pays for (no more than
+        ``max_epochs`` allows in all), and may be extended again if it still rises. A
+        refinement that keeps climbing spends at most ``(1 + max_extensions) *
+        max_queries``; one that levels off, or ends on ``n_iter_no_change``, is never
+        extended. ``0``: never.
     max_seconds : float, default=None
         Time budget of the refinement, in seconds (``None``: none). Checked before every
         step and between chunks of the greedy search: once it has passed, the epoch under
@@ -312,12 +322,13 @@ class ModelRefinement(BaseEstimator):
         "min_rows": [Interval(Integral, 0, None, closed="left")],
         "judge_epochs": [Interval(Integral, 1, None, closed="left")],
         "max_seconds": [Interval(Real, 0, None, closed="neither"), None],
+        "max_extensions": [Interval(Integral, 0, None, closed="left")],
     }
 
     def __init__(self, *, max_queries=1_000_000, max_epochs=100, n_samples=8, batch_size=128,
                  lr=3e-3, log_weight=0.1, n_eval_rows=2000, n_iter_no_change=20,
                  imitate_share=0.5, imitate_epochs=0, in_distribution=0.3, min_rows=5000,
-                 judge_epochs=50, max_seconds=None):
+                 judge_epochs=50, max_seconds=None, max_extensions=3):
         self.max_queries = max_queries
         self.max_epochs = max_epochs
         self.n_samples = n_samples
@@ -332,6 +343,7 @@ class ModelRefinement(BaseEstimator):
         self.min_rows = min_rows
         self.judge_epochs = judge_epochs
         self.max_seconds = max_seconds
+        self.max_extensions = max_extensions
 
     def validate(self):
         """Check the parameters (sklearn's constraints); :meth:`BaseExplainer.fit` calls it
@@ -389,9 +401,11 @@ class ModelRefinement(BaseEstimator):
             ``n_eval`` (the rows judged after every epoch: their answers and the first
             evaluation cost ``2 * n_eval`` queries, each epoch's evaluation ``n_eval``),
             ``n_imitated`` (the rows the greedy search runs on, planned at ``k * n_groups``
-            queries a row, a bound on its cost), ``max_epochs`` (the epochs the rest pays for, ``n_rows * n_samples +
-            n_eval`` queries each; at least one, cut short by the budget if need be),
-            ``budget_bound`` (whether the budget, not ``max_epochs``, sets them).
+            queries a row, a bound on its cost), ``max_epochs`` (the epochs the rest
+            pays for, ``epoch_queries = n_rows * n_samples + n_eval`` masked rows each; at
+            least one, cut short by the budget if need be), ``most_epochs`` (those
+            ``max_epochs`` allows, an extended budget's included), ``budget_bound``
+            (whether the budget, not ``max_epochs``, sets them).
         """
         budget = (self.max_queries - spent) // max(int(queries_per_row), 1)
         n_eval = min(n_rows, self.n_eval_rows, budget // 8)
@@ -410,7 +424,42 @@ class ModelRefinement(BaseEstimator):
         most = math.ceil(self.max_epochs * math.sqrt((n_training or n_rows) / n_rows))
         epochs = int(np.clip(left // per_epoch, 1, most))
         return Bunch(n_eval=n_eval, n_imitated=n_imitated, max_epochs=epochs,
-                     budget_bound=bool(left // per_epoch < most))
+                     budget_bound=bool(left // per_epoch < most), most_epochs=most,
+                     epoch_queries=per_epoch)
+
+    def extension(self, plan, curve, queries_per_row=1):
+        """The epochs one more ``max_queries`` pays for (``epoch_queries`` masked rows
+        each, a masked row costing ``queries_per_row``), where the fidelity ``curve`` of a
+        refinement that ``plan`` planned (its start, then every epoch's) ended still
+        rising (:func:`still_rising`); ``0`` where it did not rise, or ``max_epochs``
+        allows no more. The caller checks that the query budget, not
+        ``n_iter_no_change`` or the time, ended it."""
+        n_epochs = len(curve) - 1
+        if still_rising(curve) is None or n_epochs >= plan.most_epochs:
+            return 0
+        budget = self.max_queries // max(int(queries_per_row), 1)
+        return int(min(plan.most_epochs - n_epochs, budget // plan.epoch_queries))
+
+
+# The rise of the model's fidelity over the refinement's last quarter of epochs (a point,
+# and a tenth of a point an epoch) from which it counts as still climbing (still_rising):
+# 100 epochs ending 1 point up over their last 25 do not.
+_STILL_RISING = 0.01
+
+
+def still_rising(curve):
+    """``(before, after, last)`` where a refinement's fidelity ``curve`` (its start, then
+    every epoch's) still rose over its ``last`` quarter of epochs: their best ``after`` at
+    least ``_STILL_RISING`` above the best ``before`` them, and a tenth of that an epoch;
+    ``None`` where it did not, or after fewer than four epochs."""
+    n_epochs = len(curve) - 1
+    if n_epochs < 4:
+        return None
+    last = max(1, n_epochs // 4)
+    before, after = float(np.max(curve[:-last])), float(np.max(curve[-last:]))
+    if after - before < _STILL_RISING * max(1.0, last / 10):
+        return None
+    return before, after, last
 
 
 # Whether ModelJudge.on_device also holds on the CPU (tests: the device path, run there).
@@ -486,10 +535,19 @@ class ModelJudge:
         self.max_queries = None if max_queries is None else self.n_queries + max_queries
         self.deadline = None if max_seconds is None else time.monotonic() + max_seconds
 
+    def out_of_time(self):
+        """Whether the time budget has passed."""
+        return self.deadline is not None and time.monotonic() >= self.deadline
+
+    def extend_budget(self, max_queries):
+        """Allow ``max_queries`` more rows than the budget did (with no bound, none)."""
+        if self.max_queries is not None:
+            self.max_queries += max_queries
+
     def affords(self, n_rows):
         """Whether ``n_rows`` more masked rows stay within the budget, before its deadline
         (each costs the background rows it is filled from, or one query)."""
-        if self.deadline is not None and time.monotonic() >= self.deadline:
+        if self.out_of_time():
             return False
         n_queries = n_rows * self.value.queries_per_row
         return self.max_queries is None or self.n_queries + n_queries <= self.max_queries

@@ -58,7 +58,7 @@ from ._masking import Masker
 from ._networks import MLP
 from ._outputs import OutputSpec, check_outputs, output_agreement
 from ._repair import RepairReport, RowRepair, repair_masks
-from ._search import ModelJudge, ModelRefinement
+from ._search import ModelJudge, ModelRefinement, still_rising
 from ._utils import in_chunks, inference_chunk, resolve_device, seeded, set_mode
 from .black_box import BlackBox, as_black_box, model_agreement
 from ._topk import ROUNDS_K, topk_mask, topk_mask_of_finite
@@ -503,22 +503,22 @@ class BaseExplainer(
     def _warn_if_still_rising(self, refine, net, keep_best, judge, n_training, n_rows):
         """A ConvergenceWarning when the refinement ended on its budget (queries, seconds or
         epochs), not on ``n_iter_no_change``, while the model's fidelity on the evaluation
-        rows still rose: the best of its last quarter of epochs at least ``_STILL_RISING``
-        above the best before them, and a tenth of that an epoch. ``n_rows`` rows were
-        refined, the first ``n_training`` of them training rows, the others synthetic: the
-        epochs that ``max_epochs`` allows those are not warned of."""
-        curve = self.refinement_fidelity_
-        n_epochs = len(curve) - 1
-        if n_epochs < 4 or keep_best.stale_ >= keep_best.patience:
+        rows still rose (:func:`~sk_sointer._search.still_rising`), its budget extended as
+        often as ``max_extensions`` allows. ``n_rows`` rows were refined, the first
+        ``n_training`` of them training rows, the others synthetic: the epochs that
+        ``max_epochs`` allows those are not warned of."""
+        n_epochs = len(self.refinement_fidelity_) - 1
+        rising = still_rising(self.refinement_fidelity_)
+        if rising is None or keep_best.stale_ >= keep_best.patience:
             return
-        last = max(1, n_epochs // 4)
-        before, after = curve[:-last].max(), curve[-last:].max()
-        if after - before < _STILL_RISING * max(1.0, last / 10):
-            return
-        if judge.deadline is not None and time.monotonic() >= judge.deadline:
+        before, after, last = rising
+        if judge.out_of_time():
             limit, remedy = f"its time budget (max_seconds={refine.max_seconds:g})", "max_seconds"
-        elif net.plan_.budget_bound or net.budget_spent_:
-            limit, remedy = f"its query budget (max_queries={refine.max_queries:,})", "max_queries"
+        elif n_epochs < net.plan_.most_epochs:  # ended by the queries, not the epochs
+            extended = (f", extended {net.extensions_} times" if net.extensions_ > 1
+                        else ", extended once" if net.extensions_ else "")
+            limit = f"its query budget (max_queries={refine.max_queries:,}{extended})"
+            remedy = "max_queries"
         elif n_rows > n_training:
             # With synthetic rows the epochs are max_epochs times the root of the training
             # rows' share, on purpose: a few hundred rows are not fitted further (on
@@ -1200,11 +1200,6 @@ def _above_or_best(scores, threshold, out):
         out[empty, scores[empty].argmax(axis=1)] = 1.0
     return out
 
-
-# The rise of the model's fidelity over the refinement's last quarter of epochs (a point,
-# and a tenth of a point an epoch) from which its end on a budget is warned of
-# (_warn_if_still_rising): 100 epochs ending 1 point up over their last 25 are not.
-_STILL_RISING = 0.01
 
 _DIVERGED = (
     "{name}'s training diverged: its networks' weights became NaN or infinite (lr={lr:g}); "

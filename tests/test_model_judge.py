@@ -216,7 +216,8 @@ def test_greedy_targets_spend_their_share_of_the_budget_and_teach_the_selector()
     # 4,000 queries for the greedy search at 5 a row for k = 1; 400 rows judged; the budget,
     # not max_epochs, sets the epochs
     assert refine.plan(400, 1, 5) == {"n_eval": 400, "n_imitated": 400, "max_epochs": 1,
-                                      "budget_bound": True}
+                                      "budget_bound": True, "most_epochs": 100,
+                                      "epoch_queries": 400 * 8 + 400}
     assert not clone(refine).set_params(max_queries=10**9).plan(400, 1, 5).budget_bound
     # planned at 5 + 5 a row for k = 2 (a bound: the second round asks about the 4 left)
     assert refine.plan(1_000, 2, 5).n_imitated == 4_000 // 10
@@ -264,7 +265,7 @@ def test_patience_counts_the_epochs_after_the_greedy_targets_only(switch_data):
 
 
 @pytest.mark.parametrize("cut, limit", [
-    (dict(max_queries=40_000), r"its query budget \(max_queries=40,000\)"),
+    (dict(max_queries=40_000, max_extensions=0), r"its query budget \(max_queries=40,000\)"),
     (dict(max_epochs=8), r"max_epochs=8"),
 ], ids=["queries", "epochs"])
 def test_a_refinement_cut_short_while_it_still_gains_says_so(switch_data, cut, limit):
@@ -292,6 +293,32 @@ def test_a_refinement_cut_short_while_it_still_gains_says_so(switch_data, cut, l
         # training rows' share, 16 here): a small table is not fitted further on purpose.
         rising = refined(max_epochs=32, min_rows=1_600, lr=3e-4).refinement_fidelity_
         assert len(rising) - 1 == 16 and rising[-4:].max() >= rising[:-4].max() + 0.01
+
+
+def test_a_query_budget_that_ends_a_refinement_still_rising_is_extended(switch_data):
+    """Where max_queries ends a refinement whose fidelity still rises, the same refinement
+    goes on with another max_queries (max_extensions times at most): on statsmodels'
+    randhie with a boosting regressor, L2X's still rose at 1M queries."""
+    X, model = switch_data
+
+    def refined(max_extensions):
+        refine = ModelRefinement(min_rows=0, max_queries=40_000, max_extensions=max_extensions)
+        return sk_sointer.L2XExplainer(k=2, max_epochs=1, batch_size=64, refine=refine,
+                                       random_state=0).fit(X, black_box=model)
+
+    with pytest.warns(ConvergenceWarning):
+        short = refined(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        extended = refined(3)
+    curve, before = extended.refinement_fidelity_, short.refinement_fidelity_
+    # The same epochs up to the first budget's end, then more of them, to the top.
+    np.testing.assert_array_equal(curve[: len(before)], before)
+    assert len(curve) > len(before) and curve.max() >= 0.99 > before.max()
+    # Levelled off, it was not extended again: two budgets at most were spent.
+    assert 40_000 < extended.n_model_queries_ <= 2 * 40_000
+    assert extended.score(X) > short.score(X) + 0.01
+
 
 def test_without_refinement_the_model_and_its_outputs_train_the_same_explainer(switch_data):
     X, model = switch_data

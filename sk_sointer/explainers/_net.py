@@ -519,7 +519,22 @@ class SelectorJudgeNet(UpdateSteps, PortableNet, NeuralNet):
             **self.phase_params(),
         )
         net.plan_ = plan  # what ended the epochs, for the explainer's convergence warning
-        return net.fit(net_input, np.arange(n_rows, dtype=np.int64)[:, None])
+        index = np.arange(n_rows, dtype=np.int64)[:, None]
+        net.fit(net_input, index)
+        # Where the query budget ended it while the fidelity still rose, the same
+        # refinement goes on, paid by another max_queries (ModelRefinement.max_extensions).
+        net.extensions_ = 0
+        while (net.extensions_ < refinement.max_extensions
+               and keep_best.stale_ < keep_best.patience and not model_judge.out_of_time()):
+            curve = [keep_best.start_fidelity_, *net.history[:, "model_fidelity"]]
+            epochs = refinement.extension(plan, curve, model_judge.value.queries_per_row)
+            if not epochs:
+                break
+            model_judge.extend_budget(refinement.max_queries)
+            net.extensions_ += 1
+            net.budget_spent_ = False
+            net.partial_fit(net_input, index, epochs=epochs)
+        return net
 
 
 def index_batches(net, dataset, training, *, on_device=True):
@@ -831,6 +846,8 @@ class KeepBestByModel(Callback):
         return net.model_judge.judged(self.index, masks)
 
     def on_train_begin(self, net, **kwargs):
+        if len(net.history):  # training goes on (an extended budget): the best so far stands
+            return
         self.best_, self.start_fidelity_ = self._judged(net)
         self.best_state_ = copy.deepcopy(net.module_.state_dict())
         self.stale_ = 0
