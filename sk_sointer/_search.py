@@ -289,7 +289,10 @@ class ModelRefinement(BaseEstimator):
         ``max_epochs`` allows in all), and may be extended again if it still rises. A
         refinement that keeps climbing spends at most ``(1 + max_extensions) *
         max_queries``; one that levels off, or ends on ``n_iter_no_change``, is never
-        extended. ``0``: never.
+        extended. On statsmodels' randhie (doctor visits, 4,000 training rows, a boosting
+        regressor, k = 3) L2X's refinement still rose at 1M queries: extended to 2.9M, it
+        raised the R² of the masked predictions on 600 test rows from 0.57 / 0.55 to
+        0.60 / 0.60 (seeds 0 / 1), at 41 seconds a fit instead of 15. ``0``: never.
     max_seconds : float, default=None
         Time budget of the refinement, in seconds (``None``: none). Checked before every
         step and between chunks of the greedy search: once it has passed, the epoch under

@@ -1134,7 +1134,10 @@ class _EpochProgress(Callback):
         import time
 
         self.name_ = self.desc or type(net).__name__
-        self.epoch_, self.total_ = 0, net.max_epochs
+        # A training that goes on (partial_fit) counts on from its epochs so far, to the
+        # total it was given (``epochs_planned_``, where set).
+        self.epoch_ = len(net.history)
+        self.total_ = getattr(net, "epochs_planned_", net.max_epochs)
         self.stream_ = sys.stderr
         self.last_line_ = -math.inf
         self.clock_ = time.monotonic
@@ -1142,8 +1145,8 @@ class _EpochProgress(Callback):
         if getattr(self.stream_, "isatty", lambda: False)():
             from tqdm.auto import tqdm
 
-            self.bar_ = tqdm(total=net.max_epochs, desc=self.name_, leave=False,
-                             file=self.stream_)
+            self.bar_ = tqdm(total=self.total_, initial=self.epoch_, desc=self.name_,
+                             leave=False, file=self.stream_)
 
     def on_epoch_end(self, net, **kwargs):
         self.epoch_ += 1
@@ -1183,6 +1186,12 @@ class _RefineProgress(_EpochProgress):
     def __init__(self, judge, desc=None):
         super().__init__(desc)
         self.judge = judge
+
+    def on_train_begin(self, net, **kwargs):
+        super().on_train_begin(net, **kwargs)
+        if self.epoch_ and self.bar_ is None:  # the budget extended (max_extensions)
+            self._line(f"the fidelity still rose: budget extended to "
+                       f"{self.judge.max_queries:,} queries")
 
     def _details(self, net):
         fidelity = net.history[-1].get("model_fidelity")

@@ -295,7 +295,7 @@ def test_a_refinement_cut_short_while_it_still_gains_says_so(switch_data, cut, l
         assert len(rising) - 1 == 16 and rising[-4:].max() >= rising[:-4].max() + 0.01
 
 
-def test_a_query_budget_that_ends_a_refinement_still_rising_is_extended(switch_data):
+def test_a_query_budget_that_ends_a_refinement_still_rising_is_extended(switch_data, capsys):
     """Where max_queries ends a refinement whose fidelity still rises, the same refinement
     goes on with another max_queries (max_extensions times at most): on statsmodels'
     randhie with a boosting regressor, L2X's still rose at 1M queries."""
@@ -304,7 +304,7 @@ def test_a_query_budget_that_ends_a_refinement_still_rising_is_extended(switch_d
     def refined(max_extensions):
         refine = ModelRefinement(min_rows=0, max_queries=40_000, max_extensions=max_extensions)
         return sk_sointer.L2XExplainer(k=2, max_epochs=1, batch_size=64, refine=refine,
-                                       random_state=0).fit(X, black_box=model)
+                                       verbose=1, random_state=0).fit(X, black_box=model)
 
     with pytest.warns(ConvergenceWarning):
         short = refined(0)
@@ -318,6 +318,10 @@ def test_a_query_budget_that_ends_a_refinement_still_rising_is_extended(switch_d
     # Levelled off, it was not extended again: two budgets at most were spent.
     assert 40_000 < extended.n_model_queries_ <= 2 * 40_000
     assert extended.score(X) > short.score(X) + 0.01
+    # The progress says so, and counts the epochs on.
+    progress = capsys.readouterr().err
+    assert "fidelity still rose: budget extended to 80,000 queries" in progress
+    assert f"epoch {len(curve) - 1}/{len(curve) - 1}, " in progress
 
 
 def test_without_refinement_the_model_and_its_outputs_train_the_same_explainer(switch_data):

@@ -462,9 +462,13 @@ class SelectorJudgeNet(UpdateSteps, PortableNet, NeuralNet):
         follow them; all by default), which also bound the epochs. Every query is paid
         from ``refinement``'s budget (:meth:`~sk_sointer._search.ModelRefinement.plan`),
         the synthetic rows' answers already spent included, and the steps it cannot pay
-        for are not taken. Returns the refinement's net, or ``None`` when the budget cannot
-        pay for one evaluation (nothing refined); the net's history records
-        ``model_fidelity``, its ``keep_best`` callback the fidelity before and after.
+        for are not taken; where it ends the refinement while the fidelity still rises,
+        the budget grows by another ``max_queries`` and training goes on (at most
+        ``max_extensions`` times, see
+        :meth:`~sk_sointer._search.ModelRefinement.extension`). Returns the refinement's
+        net, or ``None`` when the budget cannot pay for one evaluation (nothing refined);
+        the net's history records ``model_fidelity``, its ``keep_best`` callback the
+        fidelity before and after.
         ``callbacks`` (skorch's ``(name, callback)`` pairs) are added to its own, after
         ``keep_best``: progress reports. ``k`` may be an array of each row's size, kept
         above ``threshold`` (see :class:`ModelJudgedNet`); the plan then reckons with their
@@ -533,6 +537,7 @@ class SelectorJudgeNet(UpdateSteps, PortableNet, NeuralNet):
             model_judge.extend_budget(refinement.max_queries)
             net.extensions_ += 1
             net.budget_spent_ = False
+            net.epochs_planned_ = len(net.history) + epochs  # for the progress shown
             net.partial_fit(net_input, index, epochs=epochs)
         return net
 
