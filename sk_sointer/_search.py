@@ -211,18 +211,18 @@ class ModelRefinement(BaseEstimator):
     Parameters
     ----------
     max_queries : int, default=1_000_000
-        Most rows sent to the model over the whole refinement: the greedy search, the
-        epochs' draws and every evaluation, the model's answers on the judged rows
-        included. It is a bound: the steps that the rest of the budget cannot pay for
-        (with the evaluation that ends their epoch) are not taken. The evaluation rows
-        are at most an eighth of it; a budget of under 8 queries leaves the selector as
-        the method trained it. A 100-tree random forest answers about 10^5 to 10^6 rows a
-        second. Where this budget ends the refinement while the model's fidelity on the
-        judged rows still rises (a point or more over the last quarter of the epochs, and
-        a tenth of a point an epoch: :func:`still_rising`), it is extended (see
-        ``max_extensions``). Where the last budget, ``max_seconds`` or ``max_epochs``
-        (without synthetic rows) ends it so, ``fit`` warns with sklearn's
-        ``ConvergenceWarning``.
+        Most rows sent to the model over the refinement as planned: the greedy search,
+        the epochs' draws and every evaluation, the model's answers on the judged rows
+        included. It is a bound, extended only while the fidelity still rises (then at
+        most ``(1 + max_extensions) * max_queries``; ``max_extensions=0`` keeps it): the
+        steps that the budget cannot pay for (with the evaluation that ends their epoch)
+        are not taken. The evaluation rows are at most an eighth of it; a budget of under 8
+        queries leaves the selector as the method trained it. A 100-tree random forest
+        answers about 10^5 to 10^6 rows a second. The fidelity still rises when its best
+        over the last quarter of the epochs is a point or more above the best before
+        them, and a tenth of a point an epoch (:func:`still_rising`). Where the last
+        budget, ``max_seconds`` or ``max_epochs`` (without synthetic rows) ends the
+        refinement so, ``fit`` warns with sklearn's ``ConvergenceWarning``.
     max_epochs : int, default=100
         Most passes over the training rows (with synthetic rows, see ``min_rows``, fewer
         passes over more rows: see :meth:`plan`).

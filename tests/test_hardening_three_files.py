@@ -283,8 +283,10 @@ def test_a_first_row_of_data_is_said_to_be_data(capsys, tmp_path, data, model_fi
 
 
 @pytest.mark.parametrize("budget, expected", [
-    (["--max-queries", "0"], {"max_queries": 0}),
-    (["--max-queries", "500", "--max-seconds", "30"], {"max_queries": 500, "max_seconds": 30.0}),
+    (["--max-queries", "0"], {"max_queries": 0, "max_extensions": 0}),
+    (["--max-queries", "500", "--max-seconds", "30"],
+     {"max_queries": 500, "max_seconds": 30.0, "max_extensions": 0}),  # a bound: not extended
+    (["--max-seconds", "30"], {"max_seconds": 30.0, "max_extensions": 3}),
 ])
 def test_the_cli_sets_the_refinements_budget(capsys, tmp_path, data, model_file, budget,
                                              expected):
@@ -295,7 +297,7 @@ def test_the_cli_sets_the_refinements_budget(capsys, tmp_path, data, model_file,
     assert main(argv) == 0
     loaded = sk_sointer.load(saved)
     assert {name: loaded.refine.get_params()[name] for name in expected} == expected
-    assert loaded.n_model_queries_ <= expected["max_queries"]
+    assert loaded.n_model_queries_ <= expected.get("max_queries", 4 * 10**6)
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -148,8 +148,9 @@ def _build_parser():
                         help=_max_epochs_help())
     common.add_argument("--max-queries", type=_non_negative_int, default=None,
                         help="most rows the refinement against the model sends to it, "
-                        "every query included (default: the refinement's own, 1000000); "
-                        "0 leaves the selector as the method trained it")
+                        "every query included (default: the refinement's own, 1000000, "
+                        "extended up to 3 times while the fidelity still rises; given, "
+                        "a bound); 0 leaves the selector as the method trained it")
     common.add_argument("--max-seconds", type=_positive_float, default=None,
                         help="time budget of the refinement against the model, in seconds "
                         "(default: none)")

@@ -193,6 +193,8 @@ def _set_budget(explainer, method, args):
                           "(refine=None); add --param refine=model to refine.")
     if isinstance(refine, str):
         refine = ModelRefinement()
+    if "max_queries" in budget:  # a bound, as the option says: never extended
+        budget["max_extensions"] = 0
     explainer.set_params(refine=clone(refine).set_params(**budget))
 
 
