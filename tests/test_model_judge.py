@@ -217,7 +217,7 @@ def test_greedy_targets_spend_their_share_of_the_budget_and_teach_the_selector()
     # not max_epochs, sets the epochs
     assert refine.plan(400, 1, 5) == {"n_eval": 400, "n_imitated": 400, "max_epochs": 1,
                                       "budget_bound": True, "most_epochs": 100,
-                                      "epoch_queries": 400 * 8 + 400}
+                                      "epoch_queries": 400 * 8 + 400, "training_share": 1.0}
     assert not clone(refine).set_params(max_queries=10**9).plan(400, 1, 5).budget_bound
     # planned at 5 + 5 a row for k = 2 (a bound: the second round asks about the 4 left)
     assert refine.plan(1_000, 2, 5).n_imitated == 4_000 // 10
@@ -318,6 +318,12 @@ def test_a_query_budget_that_ends_a_refinement_still_rising_is_extended(switch_d
     # Levelled off, it was not extended again: two budgets at most were spent.
     assert 40_000 < extended.n_model_queries_ <= 2 * 40_000
     assert extended.score(X) > short.score(X) + 0.01
+    # Not where synthetic rows are over half of the rows refined: the same rise is the
+    # selector fitting a few hundred training rows.
+    plan = ModelRefinement(max_queries=40_000).plan(1_000, 2, 6, n_training=400)
+    assert plan.training_share == 0.4 and ModelRefinement().extension(plan, curve[:10]) == 0
+    plan.training_share = 0.5
+    assert ModelRefinement().extension(plan, curve[:10]) > 0
     # The progress says so, and counts the epochs on.
     progress = capsys.readouterr().err
     assert "fidelity still rose: budget extended to 80,000 queries" in progress
