@@ -14,7 +14,7 @@ from sk_sointer import ModelRefinement
 from sk_sointer._masking import Masker
 from sk_sointer._outputs import spec_of
 from sk_sointer._search import greedy_subsets, keep_reward
-from sk_sointer.explainers._net import score_function_loss
+from sk_sointer.explainers._net import ModelJudgedNet, score_function_loss
 
 from torch.utils._python_dispatch import _disable_current_modes
 
@@ -328,6 +328,30 @@ def test_a_query_budget_that_ends_a_refinement_still_rising_is_extended(switch_d
     progress = capsys.readouterr().err
     assert "fidelity still rose: budget extended to 80,000 queries" in progress
     assert f"epoch {len(curve) - 1}/{len(curve) - 1}, " in progress
+
+
+def test_an_extension_weighs_the_greedy_targets_in_again():
+    """The greedy targets' weight falls from 1 to 0 over the first half of the planned
+    epochs, and again over the first half of an extension's (on statsmodels' fair with a
+    boosting regressor, L2X's extended refinement reached 54 % on the test rows with them,
+    30 % without)."""
+    from types import SimpleNamespace
+
+    def weights(**extended):
+        net = SimpleNamespace(imitate=np.ones((2, 3)), max_epochs=10, **extended)
+        out = []
+        for epoch in range(20):
+            net.history = [None] * (epoch + 1)
+            out.append(ModelJudgedNet._imitation_weight(net))
+        return np.round(out, 2)
+
+    planned = weights()
+    np.testing.assert_array_equal(planned[:6], [1.0, 0.8, 0.6, 0.4, 0.2, 0.0])
+    assert not planned[6:].any()
+    again = weights(extended_at_=12, epochs_planned_=22)
+    np.testing.assert_array_equal(again[:12], planned[:12])
+    np.testing.assert_array_equal(again[12:], [1.0, 0.8, 0.6, 0.4, 0.2, 0.0, 0.0, 0.0])
+    assert not ModelJudgedNet._imitation_weight(SimpleNamespace(imitate=None))
 
 
 def test_without_refinement_the_model_and_its_outputs_train_the_same_explainer(switch_data):
