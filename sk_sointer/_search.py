@@ -414,7 +414,8 @@ class ModelRefinement(BaseEstimator):
             pays for, ``epoch_queries = n_rows * n_samples + n_eval`` masked rows each; at
             least one, cut short by the budget if need be), ``most_epochs`` (those
             ``max_epochs`` allows, an extended budget's included), ``budget_bound``
-            (whether the budget, not ``max_epochs``, sets them).
+            (whether the budget, not ``max_epochs``, sets them), ``training_share`` (the
+            share of training rows among the rows refined).
         """
         budget = (self.max_queries - spent) // max(int(queries_per_row), 1)
         n_eval = min(n_rows, self.n_eval_rows, budget // 8)

@@ -518,7 +518,8 @@ class BaseExplainer(
             extended = (f", extended {net.extensions_} times" if net.extensions_ > 1
                         else ", extended once" if net.extensions_ else "")
             limit = f"its query budget (max_queries={refine.max_queries:,}{extended})"
-            remedy = "max_queries"
+            # Extended as often as allowed: more extensions; otherwise a larger budget.
+            remedy = "max_extensions" if net.extensions_ else "max_queries"
         elif n_rows > n_training:
             # With synthetic rows the epochs are max_epochs times the root of the training
             # rows' share, on purpose: a few hundred rows are not fitted further (on

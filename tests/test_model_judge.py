@@ -318,6 +318,13 @@ def test_a_query_budget_that_ends_a_refinement_still_rising_is_extended(switch_d
     # Levelled off, it was not extended again: two budgets at most were spent.
     assert 40_000 < extended.n_model_queries_ <= 2 * 40_000
     assert extended.score(X) > short.score(X) + 0.01
+    # Extended as often as allowed and still rising, the warning names the extensions.
+    with pytest.warns(ConvergenceWarning, match=r"its query budget \(max_queries=34,000, "
+                      r"extended once\).*ModelRefinement\(max_extensions=\.\.\.\)"):
+        sk_sointer.L2XExplainer(
+            k=2, max_epochs=1, batch_size=64, random_state=0,
+            refine=ModelRefinement(min_rows=0, max_queries=34_000, max_extensions=1),
+        ).fit(X, black_box=model)
     # Not where synthetic rows are over half of the rows refined: the same rise is the
     # selector fitting a few hundred training rows.
     plan = ModelRefinement(max_queries=40_000).plan(1_000, 2, 6, n_training=400)
