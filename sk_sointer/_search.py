@@ -412,10 +412,9 @@ class ModelRefinement(BaseEstimator):
             ``n_imitated`` (the rows the greedy search runs on, planned at ``k * n_groups``
             queries a row, a bound on its cost), ``max_epochs`` (the epochs the rest
             pays for, ``epoch_queries = n_rows * n_samples + n_eval`` masked rows each; at
-            least one, cut short by the budget if need be), ``most_epochs`` (those
-            ``max_epochs`` allows, an extended budget's included), ``budget_bound``
-            (whether the budget, not ``max_epochs``, sets them), ``training_share`` (the
-            share of training rows among the rows refined).
+            least one, cut short by the budget if need be: fewer than ``most_epochs``,
+            those ``max_epochs`` allows, an extended budget's included), ``training_share``
+            (the share of training rows among the rows refined).
         """
         budget = (self.max_queries - spent) // max(int(queries_per_row), 1)
         n_eval = min(n_rows, self.n_eval_rows, budget // 8)
@@ -434,8 +433,8 @@ class ModelRefinement(BaseEstimator):
         most = math.ceil(self.max_epochs * math.sqrt((n_training or n_rows) / n_rows))
         epochs = int(np.clip(left // per_epoch, 1, most))
         return Bunch(n_eval=n_eval, n_imitated=n_imitated, max_epochs=epochs,
-                     budget_bound=bool(left // per_epoch < most), most_epochs=most,
-                     epoch_queries=per_epoch, training_share=(n_training or n_rows) / n_rows)
+                     most_epochs=most, epoch_queries=per_epoch,
+                     training_share=(n_training or n_rows) / n_rows)
 
     def extension(self, plan, curve, queries_per_row=1):
         """The epochs one more ``max_queries`` pays for (``epoch_queries`` masked rows

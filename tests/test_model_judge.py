@@ -216,9 +216,9 @@ def test_greedy_targets_spend_their_share_of_the_budget_and_teach_the_selector()
     # 4,000 queries for the greedy search at 5 a row for k = 1; 400 rows judged; the budget,
     # not max_epochs, sets the epochs
     assert refine.plan(400, 1, 5) == {"n_eval": 400, "n_imitated": 400, "max_epochs": 1,
-                                      "budget_bound": True, "most_epochs": 100,
+                                      "most_epochs": 100,
                                       "epoch_queries": 400 * 8 + 400, "training_share": 1.0}
-    assert not clone(refine).set_params(max_queries=10**9).plan(400, 1, 5).budget_bound
+    assert clone(refine).set_params(max_queries=10**9).plan(400, 1, 5).max_epochs == 100
     # planned at 5 + 5 a row for k = 2 (a bound: the second round asks about the 4 left)
     assert refine.plan(1_000, 2, 5).n_imitated == 4_000 // 10
     expl = sk_sointer.L2XExplainer(k=1, max_epochs=1, batch_size=64, baseline="zero",
