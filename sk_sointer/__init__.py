@@ -28,6 +28,7 @@ _PUBLIC = {
     "TokenCNN": "._networks",
     "TokenCNNSelector": "._networks",
     "as_black_box": ".black_box",
+    "encoded_groups": "._encoding",
     "load": "._persist",
     "save": "._persist",
 }

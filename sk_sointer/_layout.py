@@ -78,7 +78,10 @@ class RowLayout:
         """Rows of ``X`` flattened as in ``fit`` (images become rows of pixels), after
         checking that they have the shape of the rows ``fit`` saw."""
         if self.row_shape is None:
-            return X  # a table: validation rejects anything else with sklearn's message
+            # A table: validation rejects anything else with sklearn's message, except
+            # columns of text or categories, which it would not name.
+            check_numeric_columns(X, input_name)
+            return X
         X = np.asarray(X)
         if X.shape[1:] != self.row_shape:
             raise ValueError(
@@ -158,14 +161,55 @@ def _pair(size):
     return (size, size) if np.ndim(size) == 0 else tuple(size)
 
 
-def flatten_rows(X):
+def flatten_rows(X, input_name="X"):
     """``X`` as a table of rows, and the shape of one row when ``X`` holds images."""
     if isinstance(X, (list, tuple)):
         X = np.asarray(X)
     if getattr(X, "ndim", 2) <= 2:  # tables, DataFrames, array-likes: validated as they are
+        check_numeric_columns(X, input_name)
         return X, None
     X = np.asarray(X)
     return X.reshape(len(X), -1), X.shape[1:]
+
+
+def check_numeric_columns(X, input_name="X"):
+    """Raise a ``ValueError`` naming the columns of a table that hold text or categories.
+
+    scikit-learn's validation fails on them with the first value that is not a number
+    ("could not convert string to float: 'v'"), which names neither the column nor what to
+    do. A left-out feature takes a number (the training mean, a background row's value), so
+    such columns must be encoded first, and the model behind the encoder explained
+    (:func:`~sk_sointer.encoded_groups`). Numeric arrays and frames cost a dtype lookup.
+    """
+    dtypes = getattr(X, "dtypes", None)
+    if hasattr(dtypes, "items"):  # a DataFrame: one dtype per column
+        columns = [(f"{name!r}", str(dtype)) for name, dtype in dtypes.items()
+                   if getattr(dtype, "kind", "O") not in "biuf"]
+    elif getattr(getattr(X, "dtype", None), "kind", None) in ("O", "U", "S") and X.ndim == 2:
+        columns = [(f"column {j}", "text") for j in range(X.shape[1]) if not _numbers(X[:, j])]
+    else:
+        return
+    if columns:
+        listed = ", ".join(f"{name} ({kind})" for name, kind in columns[:10])
+        more = f" and {len(columns) - 10} more" if len(columns) > 10 else ""
+        raise ValueError(
+            f"{input_name} has columns that are not numbers: {listed}{more}. A left-out "
+            "feature takes a number (the training mean), so encode such columns first (the "
+            "model's own ColumnTransformer or OneHotEncoder) and explain the model behind "
+            "the encoder on the encoded rows, with groups=sk_sointer.encoded_groups(encoder, "
+            f"{input_name}) so that the encoded features of a column are kept or left out "
+            "together."
+        )
+
+
+def _numbers(column):
+    """Whether an object column reads as numbers; a cell that is neither text nor a number
+    (a dict) raises numpy's ``TypeError``, as scikit-learn's validation does."""
+    try:
+        column.astype(np.float64)
+    except ValueError:
+        return False
+    return True
 
 
 def image_shape_of(row_shape, n_features, image_shape=None):

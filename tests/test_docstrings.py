@@ -21,7 +21,7 @@ def _modules_with_examples():
 
 
 # Modules whose examples import an optional package: skipped where it is not installed.
-NEEDS = {"sk_sointer.parallel": "dask"}
+NEEDS = {"sk_sointer.parallel": "dask", "sk_sointer._encoding": "pandas"}
 
 
 @pytest.mark.parametrize("name", sorted(_modules_with_examples()))
