@@ -7,6 +7,7 @@ import scipy.sparse as sp
 from sklearn.compose import make_column_transformer
 from sklearn.ensemble import RandomForestRegressor
 from sklearn.exceptions import NotFittedError
+from sklearn.impute import SimpleImputer
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import (FunctionTransformer, OneHotEncoder, PolynomialFeatures,
                                    StandardScaler)
@@ -81,6 +82,14 @@ def test_encoded_groups_of_a_pipeline_with_frames_out_and_a_dropped_column():
     ).set_output(transform="pandas").fit(X)
     # age and price are dropped: only city's four one-hot features come out
     assert encoded_groups(encoder, X).tolist() == [1, 1, 1, 1]
+
+
+def test_a_missing_value_indicator_falls_in_its_columns_group():
+    X, _ = _table(50)
+    X = X[["age", "price"]].astype(float)
+    X.iloc[::5, 1] = np.nan
+    imputer = SimpleImputer(add_indicator=True).fit(X)
+    assert encoded_groups(imputer, X).tolist() == [0, 1, 1]
 
 
 def test_an_output_constant_over_the_rows_is_a_group_of_its_own():
