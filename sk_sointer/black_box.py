@@ -15,6 +15,7 @@ import weakref
 import numpy as np
 import torch
 from sklearn.base import is_classifier
+from sklearn.utils import get_tags
 
 from ._outputs import (  # noqa: F401 - check_outputs and output_agreement are used from here
     OutputSpec,
@@ -293,11 +294,12 @@ class BlackBox:
         no probabilities, with the classes it was fitted on (not those present in ``labels``,
         so that the width does not depend on the rows)."""
         labels = np.asarray(labels)
-        classes = getattr(self.model, "classes_", None)
+        classes = _fitted_classes(self.model)
         if classes is None:
             raise TypeError(
                 f"Cannot use {self.model!r} as a black box: a classifier needs predict_proba, "
-                "or classes_ to encode the labels of its predict."
+                "or classes_ to encode the labels of its predict (a clustering model, "
+                "labels_ or cluster_centers_)."
             )
         columns = labels[:, None] if labels.ndim == 1 else labels
         per_output = [classes] if labels.ndim == 1 else list(classes)
@@ -339,7 +341,7 @@ class BlackBox:
         return spec_of(["real"] * n_columns, [1] * n_columns)
 
     def _classes(self, n_outputs):
-        classes = getattr(self.model, "classes_", None)
+        classes = _fitted_classes(self.model)
         if classes is None:
             return None
         if n_outputs == 1:
@@ -361,6 +363,10 @@ def as_black_box(model, *, output="auto"):
         regressor or pipeline (``predict``), a skorch net, a :class:`torch.nn.Module`, or
         any callable mapping a float32 ndarray ``(n_samples, n_features)`` to outputs.
         Estimators get float64 rows unrounded. A :class:`BlackBox` is returned as is.
+        Models whose ``predict`` gives labels are read as classifiers: a clustering model
+        (``KMeans``: its clusters, one-hot), an outlier detector (``IsolationForest``:
+        -1 or 1) and a mixture (``GaussianMixture``: its ``predict_proba``), so that their
+        answer is kept or not, not a number whose distance counts.
 
     output : {"auto", "proba", "logits", "values", "multilabel_proba", "multilabel_logits"}, \
             default="auto"
@@ -398,7 +404,7 @@ def as_black_box(model, *, output="auto"):
         )
     if isinstance(model, torch.nn.Module):
         return BlackBox(model, kind="torch", output=output)
-    if _is_classifier(model):
+    if _is_classifier(model) or _predicts_labels(model):
         return BlackBox(model, kind="classifier")
     if hasattr(model, "predict"):
         return BlackBox(model, kind="regressor")
@@ -423,6 +429,45 @@ def _is_classifier(model):
     except Exception:  # noqa: BLE001 - tags of foreign estimators may be malformed
         pass
     return getattr(model, "_estimator_type", None) == "classifier"
+
+
+def _estimator_type(model):
+    try:
+        return get_tags(model).estimator_type
+    except Exception:  # noqa: BLE001 - tags of foreign estimators may be malformed
+        return getattr(model, "_estimator_type", None)
+
+
+def _predicts_labels(model):
+    """Whether a model that is no classifier still predicts labels: a clustering model or
+    an outlier detector, or a mixture (a density model that assigns rows to components)."""
+    if not hasattr(model, "predict"):
+        return False
+    kind = _estimator_type(model)
+    return kind in ("clusterer", "outlier_detector") or (
+        kind == "density_estimator" and hasattr(model, "predict_proba"))
+
+
+def _fitted_classes(model):
+    """The labels a model's ``predict`` can give, in the order of its probability columns:
+    ``classes_``; -1 and 1 for an outlier detector; the clusters of a clustering model
+    (those of its training rows, else one per centre) or the components of a mixture.
+    ``None`` when the model says nothing of them."""
+    classes = getattr(model, "classes_", None)
+    if classes is not None:
+        return classes
+    kind = _estimator_type(model)
+    if kind == "outlier_detector":
+        return np.array([-1, 1])
+    final = model.steps[-1][1] if hasattr(model, "steps") else model  # a pipeline's model
+    if kind == "clusterer":
+        if getattr(final, "labels_", None) is not None:
+            return np.unique(final.labels_)
+        if getattr(final, "cluster_centers_", None) is not None:
+            return np.arange(len(final.cluster_centers_))
+    if kind == "density_estimator" and hasattr(final, "n_components"):
+        return np.arange(final.n_components)
+    return None
 
 
 def _logits_to_proba(out):

@@ -331,3 +331,64 @@ def test_breast_cancer_in_raw_units_beats_random_masks(kind):
     random_fidelity = posthoc_accuracy(model, X, random_masks, baseline=X.mean(axis=0))
     assert fidelity >= 0.92
     assert fidelity >= random_fidelity + 0.05
+
+
+def _two_groups(n_rows=240):
+    """Two groups of rows apart on feature 0 only; feature 2 is wide noise (it would
+    dominate a squared distance between cluster ids read as numbers)."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(n_rows, 4)
+    X[: n_rows // 2, 0] += 8.0
+    X[:, 2] *= 3.0
+    return X
+
+
+def test_clustering_models_are_read_as_labels_not_numbers():
+    """KMeans' predict gives cluster ids: they are kept or not, one-hot over the clusters
+    (its training rows' labels_), not values whose differences count."""
+    from sklearn.cluster import KMeans
+
+    X = _two_groups()
+    kmeans = KMeans(3, n_init=3, random_state=0).fit(X)
+    bb = as_black_box(kmeans)
+    out = bb.predict(X)
+    assert bb.spec.task == "classification" and bb.spec.blocks == ((0, 3),)
+    np.testing.assert_array_equal(out.argmax(axis=1), kmeans.predict(X))
+    np.testing.assert_array_equal(out.sum(axis=1), 1.0)
+    pipe = make_pipeline(StandardScaler(), KMeans(2, n_init=3, random_state=0)).fit(X)
+    assert as_black_box(pipe).predict(X).shape == (240, 2)
+    # A row's cluster is kept when the row keeps its group's side of feature 0.
+    masks = np.zeros_like(X)
+    masks[:, 0] = 1
+    pipe_labels = pipe.predict(X)
+    assert posthoc_accuracy(pipe, X, masks) == np.mean(
+        pipe.predict(np.where(masks > 0, X, X.mean(axis=0))) == pipe_labels)
+
+
+def test_outlier_detectors_and_mixtures_answer_labels():
+    from sklearn.ensemble import IsolationForest
+    from sklearn.mixture import GaussianMixture
+
+    X = _two_groups()
+    forest = IsolationForest(random_state=0).fit(X)
+    bb = as_black_box(forest)
+    out = bb.predict(X)
+    assert bb.spec.blocks == ((0, 2),) and list(bb.spec.classes[0]) == [-1, 1]
+    np.testing.assert_array_equal(np.where(out[:, 1] > 0, 1, -1), forest.predict(X))
+    mixture = GaussianMixture(2, random_state=0).fit(X)
+    bb = as_black_box(mixture)
+    np.testing.assert_allclose(bb.predict(X), mixture.predict_proba(X), rtol=1e-5, atol=1e-6)
+    assert bb.spec.task == "classification" and list(bb.spec.classes[0]) == [0, 1]
+
+
+def test_a_clustering_model_is_explained_by_the_feature_that_splits_its_clusters():
+    from sklearn.cluster import KMeans
+
+    from sk_sointer import L2XExplainer
+
+    X = _two_groups()
+    kmeans = KMeans(2, n_init=3, random_state=0).fit(X)
+    explainer = L2XExplainer(k=1, random_state=0, max_epochs=20).fit(X, kmeans)
+    masks = explainer.transform(X)
+    assert np.mean(masks[:, 0]) >= 0.95
+    assert explainer.score(X) >= 0.95
