@@ -233,9 +233,14 @@ class BlackBox:
             try:
                 out = torch.as_tensor(np.asarray(out, dtype=np.float32))
             except (TypeError, ValueError) as exc:
+                labels = np.ndim(out) >= 1 and np.asarray(out).dtype.kind in "OUS"
                 raise TypeError(
                     f"The black box {self.model!r} returned {type(out).__name__}, which is not "
-                    "an array of numbers."
+                    "an array of numbers" + (
+                        " (labels such as text): a function or torch module should return "
+                        "class probabilities, scores or values; pass the classifier itself, "
+                        "whose predict_proba or classes_ the explainers read." if labels
+                        else ".")
                 ) from exc
         if out.ndim == 1:
             out = out[:, None]

@@ -392,3 +392,11 @@ def test_a_clustering_model_is_explained_by_the_feature_that_splits_its_clusters
     masks = explainer.transform(X)
     assert np.mean(masks[:, 0]) >= 0.95
     assert explainer.score(X) >= 0.95
+
+
+def test_a_function_answering_text_labels_is_told_to_pass_the_classifier(data):
+    X, y = data
+    names = np.array(["ham", "spam"])
+    with pytest.raises(TypeError, match=r"not an array of numbers \(labels such as text\): .*"
+                                        "pass the classifier itself"):
+        as_black_box(lambda rows: names[(rows[:, 0] > 0).astype(int)]).predict(X)
