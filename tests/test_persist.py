@@ -662,3 +662,21 @@ def test_a_sointer_energy_net_with_callbacks_is_refused_in_one_line(tmp_path):
                               "'callbacks')")
     assert "\n" not in message
     assert not (tmp_path / "sointer.safetensors").exists()
+
+
+def test_a_clustering_model_fitted_on_float64_is_given_back_to_load(tmp_path):
+    """load asks the model about the baseline row as fit does, in float64: KMeans fitted on
+    float64 refuses float32 rows ("Buffer dtype mismatch"), which load reported as a black
+    box that does not answer."""
+    from sklearn.cluster import KMeans
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(120, 4)
+    X[:60, 0] += 8.0
+    kmeans = KMeans(2, n_init=3, random_state=0).fit(X)
+    explainer = L2XExplainer(k=1, random_state=0, max_epochs=3).fit(X, kmeans)
+    path = tmp_path / "kmeans.safetensors"
+    save(explainer, path)
+    loaded = load(path, black_box=kmeans)
+    np.testing.assert_array_equal(loaded.transform(X), explainer.transform(X))
+    assert loaded.score(X) == explainer.score(X)

@@ -6,7 +6,6 @@ import math
 import re
 
 import numpy as np
-import torch
 
 from .._masking import Masker
 from .._utils import resolve_device
@@ -196,10 +195,10 @@ def _check_black_box(estimator):
     regressor given for a classifier's explainer would otherwise score as if it agreed."""
     black_box, stored = estimator.black_box_, estimator.output_spec_
     name = type(estimator).__name__
-    row = torch.as_tensor(estimator.masker_.baseline_[None], dtype=torch.float32)
     try:
-        with torch.no_grad():
-            black_box(row)
+        # predict: an estimator gets the row in float64, as in fit (KMeans fitted on
+        # float64 refuses float32 rows).
+        black_box.predict(estimator.masker_.baseline_[None])
     except (TypeError, ValueError) as exc:
         raise ValueError(f"The black box given to load does not answer a row of the {name}'s "
                          f"baseline: {' '.join(str(exc).split())}") from None
