@@ -10,6 +10,7 @@ where their targets came from.
 
 import copy
 import threading
+import warnings
 import weakref
 
 import numpy as np
@@ -182,7 +183,10 @@ class BlackBox:
         module = self.model
         param = next(iter(module.parameters()), None)
         device = param.device if param is not None else torch.device("cpu")
-        X = torch.as_tensor(X, dtype=torch.long if self.token_ids else torch.float32).to(device)
+        # Rows in the module's own float type (a module made .double() or .half() refuses
+        # float32 rows); its outputs are read as float32.
+        dtype = param.dtype if param is not None and param.is_floating_point() else torch.float32
+        X = torch.as_tensor(X, dtype=torch.long if self.token_ids else dtype).to(device)
         with _module_lock(module):
             # Every submodule's own mode, restored exactly: ``train(was_training)`` would
             # also switch the parts a user keeps in the other mode.
@@ -227,6 +231,14 @@ class BlackBox:
         return model(X)
 
     def _check_output(self, out, *, n_samples, values=True):
+        if isinstance(out, dict) or (isinstance(out, (tuple, list)) and any(
+                isinstance(part, torch.Tensor) for part in out)):
+            raise TypeError(
+                f"The black box {self.model!r} returned a {type(out).__name__}, not one "
+                "array or tensor of outputs: wrap it, "
+                "e.g. lambda x: module(x)[0] (or module(x)['logits']), and say what the "
+                "outputs are with as_black_box(..., output=...)."
+            )
         if isinstance(out, torch.Tensor):
             out = out.float()
         else:
@@ -343,6 +355,15 @@ class BlackBox:
             and looks_like_proba(out.detach().cpu().numpy())
         ):
             return spec_of(["categorical"], [n_columns])
+        if self.kind == "torch" and self.output == "auto":
+            # Most torch classifiers end in logits, which read as values would make every
+            # explanation one of a regression: say so once, and how to say otherwise.
+            warnings.warn(
+                f"The torch module's {n_columns} output column(s) are read as real values "
+                "(a regression): its rows are not probabilities. If they are class logits, "
+                "pass as_black_box(module, output='logits') (or 'multilabel_logits'); "
+                "output='values' says they are values and silences this warning.",
+                UserWarning, stacklevel=2)
         return spec_of(["real"] * n_columns, [1] * n_columns)
 
     def _classes(self, n_outputs):
@@ -380,7 +401,10 @@ def as_black_box(model, *, output="auto"):
         probabilities with a softmax; a single column with a sigmoid), real values (one
         regression output per column), or one probability (or logit) per label of a
         multi-label model. ``"auto"`` reads probabilities when every row is
-        non-negative and sums to one, and real values otherwise. Ignored for scikit-learn
+        non-negative and sums to one, and real values otherwise; a torch module read so
+        warns, since its columns are more often a classifier's logits (say which with
+        ``"logits"`` or ``"values"``). A module's rows are given in the type of its
+        parameters (float64 after ``.double()``). Ignored for scikit-learn
         estimators, whose outputs are read from their kind: a classifier's
         ``predict_proba`` gives one categorical output (one per output of a multi-output
         classifier, one Bernoulli output per label of a multi-label one), a regressor's

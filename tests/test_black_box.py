@@ -1,5 +1,8 @@
 """The black-box adapter: what counts as a model, and what its outputs mean."""
 
+import copy
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -400,3 +403,53 @@ def test_a_function_answering_text_labels_is_told_to_pass_the_classifier(data):
     with pytest.raises(TypeError, match=r"not an array of numbers \(labels such as text\): .*"
                                         "pass the classifier itself"):
         as_black_box(lambda rows: names[(rows[:, 0] > 0).astype(int)]).predict(X)
+
+
+def _torch_classifier():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+
+
+def test_a_module_in_double_or_half_precision_gets_rows_of_its_own_type(data):
+    X, _ = data
+    module = _torch_classifier()
+    single = as_black_box(module, output="logits").predict(X)
+    double = as_black_box(copy.deepcopy(module).double(), output="logits").predict(X)
+    np.testing.assert_allclose(double, single, rtol=1e-5, atol=1e-6)
+    half = as_black_box(copy.deepcopy(module).half(), output="logits").predict(X)
+    assert half.dtype == np.float32
+    np.testing.assert_allclose(half, single, atol=1e-2)
+
+
+def test_a_module_answering_a_tuple_or_dict_is_told_to_be_wrapped(data):
+    X, _ = data
+    module = _torch_classifier()
+
+    class Pair(torch.nn.Module):
+        def forward(self, x):
+            return module(x), x
+
+    class Named(torch.nn.Module):
+        def forward(self, x):
+            return {"logits": module(x)}
+
+    for wrapped in (Pair(), Named()):
+        with pytest.raises(TypeError, match=r"not one array or tensor of outputs: wrap it, "
+                                            r"e.g. lambda x: module\(x\)\[0\]"):
+            as_black_box(wrapped).predict(X)
+
+
+def test_a_module_whose_outputs_read_as_values_warns_that_logits_need_saying(data):
+    X, _ = data
+    module = _torch_classifier()
+    with pytest.warns(UserWarning, match=r"2 output column\(s\) are read as real values.*"
+                                         r"output='logits'"):
+        bb = as_black_box(module)
+        bb.predict(X)
+    assert bb.spec.kinds == ("real", "real")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert as_black_box(module, output="logits").predict(X).shape == (50, 2)
+        assert as_black_box(module, output="values").predict(X).shape == (50, 2)
+        proba = torch.nn.Sequential(module, torch.nn.Softmax(dim=1))
+        assert as_black_box(proba).spec is None and as_black_box(proba).predict(X).shape == (50, 2)

@@ -536,6 +536,8 @@ def test_a_torch_model_on_the_selectors_device_refines_there_as_on_the_host(task
     y = (scaled[:, 0] * scaled[:, 1] + scaled[:, 2]).astype(np.float32) if regression else \
         (scaled[:, 0] * scaled[:, 1] + scaled[:, 2] > 0).astype(np.int64)
     model = torch.nn.Sequential(_StandardizeRows(X), _torch_model(scaled, y, regression))
+    if regression:
+        model = sk_sointer.as_black_box(model, output="values")
     refine = ModelRefinement(max_epochs=4, max_queries=100_000)
     make = (lambda: RealXExplainer(max_epochs=4, predictor_epochs=2, refine=refine,
                                    random_state=0)) if task == "k=None" else \
