@@ -205,3 +205,23 @@ def test_relative_input_stability_is_quantus_objective():
                                                          moved_scores)
     np.testing.assert_allclose(relative_input_stability(X, moved, scores, moved_scores),
                                expected)
+
+
+def test_rows_holding_by_answer_splits_the_rows_by_the_models_class():
+    """A rare answer shows: at the mean fill the common answer holds on every row and the
+    rare one on a few. Counted by hand per class the model answers, with its own labels."""
+    rng = np.random.RandomState(0)
+    rows = rng.randn(200, 3)
+    labels = np.where(rows[:, 0] + rows[:, 1] > 1.6, "rare", "common")
+    model = LogisticRegression().fit(rows, labels)
+    masks = np.tile([1.0, 0.0, 0.0], (200, 1))
+    report = evaluate(masks, model, rows, baseline="mean", entries=["rows_holding"])
+    answer = model.predict(rows)
+    masked = model.predict(np.where(masks > 0, rows, rows.mean(axis=0)))
+    expected = {label: np.mean(masked[answer == label] == label) for label in ("common", "rare")}
+    assert report.rows_holding_by_answer == pytest.approx(expected)
+    assert expected["common"] > 0.95 > 0.6 > expected["rare"]
+    assert "rows_holding_by_answer  {'common': " in repr(report)
+    regression = evaluate(masks, lambda r: r[:, 0] * 2.0, rows, baseline="mean",
+                          entries=["rows_holding"])
+    assert "rows_holding" in regression and "rows_holding_by_answer" not in regression

@@ -106,8 +106,10 @@ def evaluate(explanation, model=None, X=None, *, baseline=None, scores=None, ent
     report : Bunch
         One key per entry computed (floats), plus ``fraction``, ``insertion`` and
         ``deletion`` (the curves) with the areas, ``row_holds`` (bool, one per row) with
-        ``rows_holding``, and ``notes``: why an entry asked for was left out. It prints as
-        a table of entry and value.
+        ``rows_holding`` and, for a model of one categorical output,
+        ``rows_holding_by_answer`` (``{class: share}``: the rows holding among those the
+        model answers that class, where a rare answer shows), and ``notes``: why an entry
+        asked for was left out. It prints as a table of entry and value.
 
     Notes
     -----
@@ -188,6 +190,9 @@ def evaluate(explanation, model=None, X=None, *, baseline=None, scores=None, ent
     if "rows_holding" in wanted:
         report.row_holds = _row_holds(black_box, explainer, masker, rows, kept)
         report.rows_holding = float(report.row_holds.mean())
+        by_answer = _holding_by_answer(black_box.spec, answers, report.row_holds)
+        if by_answer is not None:
+            report.rows_holding_by_answer = by_answer
     if wanted & {"insertion_auc", "deletion_auc"}:
         if scores is None:
             report.notes["insertion_auc"] = "needs scores (or an explainer) to rank features"
@@ -236,6 +241,29 @@ def _row_holds(black_box, explainer, masker, rows, kept):
     return row_check(value.full(rows), value.masked(rows, kept), spec).holds
 
 
+def _holding_by_answer(spec, answers, holds):
+    """For a model of one categorical output, the share of rows holding among those it
+    answers each class, ``{class: share}`` (classes as the model names them, or column
+    indices); ``None`` for other models. On a table where one answer is rare, the mean
+    fill keeps the common answer on nearly every row, and ``rows_holding`` says little of
+    the rare one's rows."""
+    if spec.kinds != ("categorical",):
+        return None
+    kind, values = answers
+    if kind == "labels":
+        labels = values[:, 0]
+    else:
+        labels = values.argmax(axis=1)
+        if spec.classes is not None and spec.classes[0] is not None:
+            labels = np.asarray(spec.classes[0])[labels]
+    return {_plain(label): float(holds[labels == label].mean()) for label in np.unique(labels)}
+
+
+def _plain(label):
+    """A class label as a plain Python value (an int, not np.int64), for printing."""
+    return label.item() if isinstance(label, np.generic) else label
+
+
 _MISSING = {
     "eacc": "needs evaluator=",
     "seed_agreement": "needs an explainer, refit_seeds= and X_fit=",
@@ -273,6 +301,10 @@ def _short(value):
         return "[" + ", ".join(_short(float(v)) for v in array) + "]"
     if array is not None:
         return f"array of shape {array.shape}"
+    if isinstance(value, dict) and len(value) <= 6:
+        return "{" + ", ".join(f"{key!r}: {_short(v)}" for key, v in value.items()) + "}"
+    if isinstance(value, dict):
+        return f"{len(value)} entries"
     return repr(value)
 
 
