@@ -57,9 +57,10 @@ def encoded_groups(encoder, X):
     array([1, 1, 1, 0])
     """
     if not callable(getattr(encoder, "transform", None)):
+        model = " (a model: for a pipeline, pass pipe[:-1])" if hasattr(encoder, "predict") else ""
         raise TypeError(
             "encoder should be a fitted transformer (a ColumnTransformer, a OneHotEncoder, "
-            f"the steps of a pipeline before its model); got {type(encoder).__name__}."
+            f"the steps of a pipeline before its model); got {type(encoder).__name__}{model}."
         )
     check_is_fitted(encoder)
     table = _Table(X)

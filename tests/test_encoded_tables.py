@@ -101,8 +101,12 @@ def test_encoded_groups_refuse_what_has_no_groups():
     X = np.c_[np.arange(5.0), np.arange(5.0) ** 2]
     with pytest.raises(ValueError, match="output 4 moves with columns 0 and 1 of X"):
         encoded_groups(PolynomialFeatures(2).fit(X), X)
-    with pytest.raises(TypeError, match="a fitted transformer.*got RandomForestRegressor"):
+    with pytest.raises(TypeError, match=r"a fitted transformer.*got RandomForestRegressor "
+                                        r"\(a model: for a pipeline, pass pipe\[:-1\]\)"):
         encoded_groups(RandomForestRegressor(), X)
+    pipe = make_pipeline(StandardScaler(), RandomForestRegressor(5, random_state=0))
+    with pytest.raises(TypeError, match=r"got Pipeline \(a model: for a pipeline, pass pipe"):
+        encoded_groups(pipe.fit(X, X[:, 0]), X)
     with pytest.raises(NotFittedError):
         encoded_groups(StandardScaler(), X)
     with pytest.raises(ValueError, match="at least 2 rows"):
