@@ -636,3 +636,31 @@ def test_rows_too_many_for_the_device_are_asked_on_the_host(monkeypatch):
     cpu = torch.device("cpu")
     assert not judge.on_device(cpu) and not judge.on_device(cpu)
     assert copies == [cpu]  # tried once, then the host path
+
+
+def _rare_positive_rows(n_rows, seed):
+    """A boosting classifier's table in mixed units, 8 % positive answers: the model reads
+    features 0-4 (three of them only together with another), never 5-7."""
+    rng = np.random.default_rng(seed)
+    units = np.array([1000, 50, 1, 1, 10, 1, 1, 1])
+    X = rng.normal(size=(n_rows, 8)) * units
+    z = X / units
+    logit = -4.2 + 1.5 * z[:, 0] + 1.5 * z[:, 1] * (z[:, 2] > 0) + 1.2 * np.abs(z[:, 3]) + z[:, 4]
+    return X, (rng.uniform(size=n_rows) < 1 / (1 + np.exp(-logit))).astype(int)
+
+
+@pytest.mark.synthetic_rows
+@pytest.mark.xfail(strict=True, reason=(
+    "known: on the rows whose answer the fill already keeps, the greedy targets (chosen at "
+    "the fill, where a feature the model does not read moves it least) teach masks of "
+    "features the model never reads; giving those rows the in-distribution judge's greedy "
+    "subsets instead removed them (see the closing note of 2026-11-28)"))
+def test_the_common_answers_masks_keep_only_features_the_model_reads():
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    X, y = _rare_positive_rows(3000, 0)
+    model = HistGradientBoostingClassifier(max_iter=50, random_state=0).fit(X, y)
+    X_test, _ = _rare_positive_rows(1000, 1)
+    masks = sk_sointer.L2XExplainer(k=3, random_state=0).fit(X, model).transform(X_test)
+    negative = masks[model.predict(X_test) == 0]
+    assert negative[:, 5:].sum() <= 0.005 * negative.sum()
