@@ -183,8 +183,12 @@ def check_numeric_columns(X, input_name="X"):
     """
     dtypes = getattr(X, "dtypes", None)
     if hasattr(dtypes, "items"):  # a DataFrame: one dtype per column
-        columns = [(f"{name!r}", str(dtype)) for name, dtype in dtypes.items()
-                   if getattr(dtype, "kind", "O") not in "biuf"]
+        # Text or categories that hold numbers only read as numbers, as scikit-learn's
+        # validation reads them; dates and times never do.
+        columns = [(f"{name!r}", str(dtype)) for j, (name, dtype) in enumerate(dtypes.items())
+                   if getattr(dtype, "kind", "O") not in "biuf" and (
+                       getattr(dtype, "kind", "O") in "mM"
+                       or not _numbers(X.iloc[:, j].to_numpy(dtype=object)))]
     elif getattr(getattr(X, "dtype", None), "kind", None) in ("O", "U", "S") and X.ndim == 2:
         columns = [(f"column {j}", "text") for j in range(X.shape[1]) if not _numbers(X[:, j])]
     else:

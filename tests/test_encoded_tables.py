@@ -58,6 +58,8 @@ def test_an_array_of_text_names_its_column_and_numbers_as_objects_pass():
     with pytest.raises(ValueError, match=r"X has columns that are not numbers: column 1 "
                                          r"\(text\)\..*encoded_groups"):
         L2XExplainer(k=1, max_epochs=1).fit(X.to_numpy(dtype=object), y)
+    frame = X.assign(city=X["city"].cat.codes.astype(object))  # numbers held as objects
+    assert L2XExplainer(k=1, max_epochs=1, random_state=0).fit(frame, y).n_features_in_ == 3
     numbers = X.assign(city=X["city"].cat.codes).to_numpy(dtype=object)
     masks = L2XExplainer(k=1, max_epochs=1, random_state=0).fit(numbers, y).transform(numbers)
     assert masks.shape == (60, 3) and np.all(masks.sum(axis=1) == 1)
