@@ -260,6 +260,11 @@ def test_explain_adds_whether_each_row_holds(capsys, tmp_path, model_path, csv_p
     np.testing.assert_array_equal(holds, model.predict(filled) == model.predict(X))
     text = capsys.readouterr().out
     assert f"the model keeps its answer on {holds.mean():.1%} of the masked rows" in text
+    # And by the model's answer on the full row, as evaluate's rows_holding_by_answer.
+    answer = model.predict(X)
+    by_answer = ", ".join(f"{label} {holds[answer == label].mean():.1%}"
+                          for label in np.unique(answer))
+    assert f"masked rows (by its answer on the full row: {by_answer})" in text
     if flag == "--repair":
         # The label needs both features: one feature a row keeps it on fewer rows, and
         # the repair says how many of the failing rows it could fix.

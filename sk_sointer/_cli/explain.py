@@ -67,6 +67,7 @@ def _run_explain(args):
                 explainer.set_params(repair="model")
             masks = explainer.transform(X)
             holds = _holds(explainer, X, masks, args)
+            by_answer = None if holds is None else _holding_by_answer(explainer, X, holds)
             scores = None if args.scores is None else explainer.explain(X)
             fidelity = explainer.score(X_fit)
             fit_counts = masks.sum(axis=1) if rows is None else masks[rows].sum(axis=1)
@@ -88,6 +89,9 @@ def _run_explain(args):
     if holds is not None:
         wrote += (f", with a column 'holds': the model keeps its answer on "
                   f"{holds.mean():.1%} of the masked rows")
+        if by_answer is not None:
+            wrote += " (by its answer on the full row: " + ", ".join(
+                f"{label} {share:.1%}" for label, share in by_answer.items()) + ")"
         report = getattr(explainer, "repair_report_", None) if args.repair else None
         if report is not None:
             wrote += (f" ({report.n_repaired:,} of the {report.n_failed:,} rows that failed "
@@ -110,6 +114,18 @@ def _holds(explainer, X, masks, args):
     if args.check:
         return explainer.check(X, masks).holds
     return None
+
+
+def _holding_by_answer(explainer, X, holds):
+    """``evaluate``'s ``rows_holding_by_answer`` of these rows (one query a row more), for a
+    model of one categorical output with at most six classes; else None."""
+    from ..black_box import model_answers
+    from ..metrics._evaluate import _holding_by_answer as by_answer
+
+    black_box = explainer.black_box_
+    if black_box.spec.kinds != ("categorical",) or black_box.spec.n_columns > 6:
+        return None
+    return by_answer(black_box.spec, model_answers(black_box, X), holds)
 
 
 def _explain_k(method, cls, k, n_features, data_path, grouped):
