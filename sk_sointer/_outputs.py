@@ -254,6 +254,11 @@ def _check_length(y_arr, n_samples):
             f"The outputs y have {y_arr.shape[0]} rows but X has {n_samples} samples; give the "
             "black box's outputs on exactly these rows."
         )
+    if y_arr.ndim == 2 and y_arr.shape[1] == 0:
+        raise ValueError(
+            f"The outputs y have no columns (shape {y_arr.shape}); there is nothing to "
+            "explain: give the black box's outputs, one column or more."
+        )
 
 
 def _numeric(y_arr):

@@ -226,6 +226,7 @@ class _SkorchEstimatorMixin:
         masker = Masker(self.baseline, layout.groups, tokens=tokens).fit(X)
         model, targets, spec = self._resolve_targets(X, y, black_box, row_shape, tokens)
         spec = spec.select(self._output_target(layout, spec)).fitted(targets)
+        _warn_if_constant(targets, spec, model)
         problem = Problem(layout, masker, spec, model)
         self._check_params(problem)
         self.layout_ = layout
@@ -419,6 +420,24 @@ class _SkorchEstimatorMixin:
             if hasattr(value, "get_params"):
                 setattr(self, name, clone(value))
         return super().set_params(**params)
+
+
+def _warn_if_constant(targets, spec, model):
+    """A UserWarning when the explained outputs are the same on every row: any mask then
+    keeps them, fidelity is 1 whatever the masks, and the masks say nothing of the model."""
+    columns = slice(None) if spec.target is None else slice(*spec.blocks[spec.target])
+    outputs = np.asarray(targets)[:, columns]
+    if len(outputs) < 2 or np.any(outputs != outputs[:1]):
+        return
+    what = f"The black box {getattr(model, 'model', model)!r}" if model is not None \
+        else "The outputs y"
+    warnings.warn(
+        f"{what} gives every row of X the same outputs: any mask keeps them, so fidelity "
+        "is 1 whatever the masks and the masks say nothing of the model. Check the model "
+        "(a constant or dummy model, one class seen in training) or fit on rows where its "
+        "answers differ.",
+        UserWarning,
+    )
 
 
 class BaseExplainer(

@@ -143,6 +143,33 @@ def test_a_black_box_with_no_outputs_is_named(rows):
         L2XExplainer(k=1, **FAST).fit(X, black_box=lambda x: np.zeros((len(x), 0)))
 
 
+def test_outputs_with_no_columns_are_named_not_a_torch_error(rows):
+    pd = pytest.importorskip("pandas")
+    X = rows[0]
+    for y in (np.ones((len(X), 0)), pd.DataFrame(index=range(len(X)))):
+        with pytest.raises(ValueError, match=r"The outputs y have no columns \(shape \(80, 0\)\)"):
+            L2XExplainer(k=1, **FAST).fit(X, y)
+
+
+def test_a_model_that_answers_every_row_alike_is_warned_of(rows):
+    """A dummy model keeps its answer under any mask: fidelity 1 says nothing of it."""
+    from sklearn.dummy import DummyClassifier, DummyRegressor
+
+    X = rows[0]
+    labels = (X[:, 0] > 0).astype(int)
+    for model in (DummyClassifier().fit(X, labels), DummyRegressor().fit(X, X[:, 1])):
+        with pytest.warns(UserWarning, match=r"gives every row of X the same outputs: any "
+                          r"mask keeps them"):
+            explainer = L2XExplainer(k=1, **FAST).fit(X, black_box=model)
+        assert explainer.score(X) == 1.0
+    with pytest.warns(UserWarning, match="The outputs y gives every row"):
+        L2XExplainer(k=1, **FAST).fit(X, np.full(len(X), 2.5))
+    # One output that moves is enough: no warning.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        L2XExplainer(k=1, **FAST).fit(X, np.column_stack([np.full(len(X), 2.5), X[:, 0]]))
+
+
 # -- item 6: a torch black box in training mode, from several threads ---------------------------
 
 

@@ -21,6 +21,8 @@ import pytest
 import torch
 from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.neural_network import MLPClassifier
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 from skorch.callbacks import Callback, GradientNormClipping
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -75,13 +77,15 @@ def rows():
     X = np.column_stack([rng.uniform(18, 90, 240), rng.lognormal(10, 1, 240),
                          rng.poisson(3, 240), rng.randn(240, 3)]).astype(np.float32)
     y = ((X[:, 0] > 50) ^ (X[:, 3] > 0)).astype(int)
-    model = LogisticRegression(max_iter=500).fit((X - X.mean(0)) / X.std(0), y)
+    model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=500)).fit(X, y)
     return X, y, model
 
 
 def _fits(X, y, model):
     common = dict(max_epochs=2, batch_size=80, device="cpu", random_state=0)
-    multi = MLPClassifier(hidden_layer_sizes=(8,), max_iter=50, random_state=0).fit(
+    # Scaled first: on the raw units the network answers every row alike.
+    multi = make_pipeline(StandardScaler(), MLPClassifier(
+        hidden_layer_sizes=(8,), max_iter=50, random_state=0)).fit(
         X, np.column_stack([y, X[:, 2] > 2]))
     # A price-like regression output: its losses take real columns, not class blocks.
     values = X[:, 1] * (1 + (X[:, 0] > 50))
