@@ -483,8 +483,8 @@ class BaseExplainer(
             refine = ModelRefinement()
         self.n_model_queries_ = 0
         self.refinement_fidelity_ = None
-        if refine is None or problem.black_box is None:
-            return
+        if refine is None or problem.black_box is None or refine.max_queries == 0:
+            return  # max_queries=0: the selector as the method trained it
         n_rows = len(X)
         X, net_input, outputs = self._with_synthetic_rows(problem, refine, X, net_input,
                                                           outputs)

@@ -1141,3 +1141,13 @@ def test_inspect_refuses_what_load_refuses_in_one_line(inspected, capsys, tmp_pa
     broken = _rewritten(inspected["meed"][1], tmp_path / "broken.safetensors",
                         lambda doc: doc.update(output_spec=[1, 2]))
     assert "document is malformed" in one_line(["inspect", broken])
+
+
+@pytest.mark.parametrize("separator, name", [(";", "';'"), ("\t", "tabs")])
+def test_a_file_separated_by_another_character_is_told_so(capsys, tmp_path, model_path, data,
+                                                           separator, name):
+    path = tmp_path / "data.csv"
+    lines = [separator.join(NAMES)] + [separator.join(map(str, row)) for row in data[0]]
+    path.write_text("\n".join(lines) + "\n")
+    err = run_error(capsys, ["explain", model_path, str(path), "-k", "2", "--out", "m.csv"])
+    assert f"seems to separate its values with {name}" in err and "save it with commas" in err

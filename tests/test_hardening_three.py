@@ -416,3 +416,17 @@ def test_tables_of_image_masks_are_refused_by_every_explainer(cls, container):
     with pytest.raises(ValueError, match=f"set_output\\(transform='{container}'\\) makes "
                                          "tables, but this .* was fitted on images"):
         explainer.transform(images)
+
+
+def test_a_budget_of_no_queries_refines_nothing(table, capsys):
+    """max_queries=0 (the CLI's --max-queries 0): no refinement announced (before, its
+    in-distribution judge was trained for nothing), the masks are refine=None's."""
+    model = CountingModel()
+    params = dict(k=2, max_epochs=2, batch_size=64, random_state=0)
+    plain = sk_sointer.L2XExplainer(refine=None, **params).fit(table, black_box=model)
+    capsys.readouterr()
+    none = sk_sointer.L2XExplainer(refine=ModelRefinement(max_queries=0), verbose=1,
+                                   **params).fit(table, black_box=model)
+    assert "refining" not in capsys.readouterr().err
+    assert none.n_model_queries_ == 0 and none.refinement_fidelity_ is None
+    np.testing.assert_array_equal(none.transform(table), plain.transform(table))

@@ -375,7 +375,7 @@ def _read_csv(path, *, header=None):
                 if not _is_number(cell):
                     raise _InputError(
                         f"row {line}, column {_column_label(col, names)} of {path!r} is not a "
-                        f"number: {cell!r}."
+                        f"number: {cell!r}.{_separator_hint(width, cell)}"
                     )
         X = np.array([[float(cell) for cell in row] for row in data], dtype=np.float64)
     bad = np.argwhere(~np.isfinite(X))
@@ -386,6 +386,18 @@ def _read_csv(path, *, header=None):
             f"{X[row, col]}; the explainer needs finite numbers."
         )
     return names, X
+
+
+def _separator_hint(width, cell):
+    """Where a one-column file's cell holds another separator's numbers, say so."""
+    if width != 1:
+        return ""
+    for separator, name in ((";", "';'"), ("\t", "tabs"), ("|", "'|'"), (" ", "spaces")):
+        parts = cell.strip().split(separator)
+        if len(parts) > 1 and all(_is_number(part) for part in parts if part):
+            return (f" The file seems to separate its values with {name}; explain reads "
+                    "comma-separated values: save it with commas.")
+    return ""
 
 
 def _cells_text(row, shown=5):
