@@ -439,9 +439,14 @@ def as_black_box(model, *, output="auto"):
         return BlackBox(model, kind="regressor")
     if callable(model):
         return BlackBox(model, kind="callable", output=output)
+    # One of the package's explainers (or evaluators) given where the model goes.
+    hint = (" An explainer is not the model it explains: pass the model itself (a fitted "
+            "explainer keeps it as black_box_), or use the explainer's score(X) or "
+            "sk_sointer.metrics.evaluate(explainer, X=X)."
+            if hasattr(model, "transform") and hasattr(model, "masker_") else "")
     raise TypeError(
         f"Cannot use {model!r} as a black box: expected a fitted estimator with predict_proba "
-        "or predict, a torch module, or a callable."
+        f"or predict, a torch module, or a callable.{hint}"
     )
 
 

@@ -225,3 +225,20 @@ def test_rows_holding_by_answer_splits_the_rows_by_the_models_class():
     regression = evaluate(masks, lambda r: r[:, 0] * 2.0, rows, baseline="mean",
                           entries=["rows_holding"])
     assert "rows_holding" in regression and "rows_holding_by_answer" not in regression
+
+
+def test_a_frame_is_perturbed_as_a_frame(orange):
+    """mask_change and relative_input_stability moved a DataFrame's rows as arrays: the
+    explainer, fitted with feature names, warned three times that X had none."""
+    import warnings
+
+    pd = pytest.importorskip("pandas")
+    X = pd.DataFrame(orange[0][:300], columns=[f"f{i}" for i in range(orange[0].shape[1])])
+    model = LogisticRegression().fit(X, orange[1].predict(orange[0][:300]))
+    explainer = L2XExplainer(k=4, max_epochs=2, refine=None, random_state=0).fit(X, model)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        report = evaluate(explainer, X=X[:50], entries=["mask_change",
+                                                        "relative_input_stability"],
+                          n_perturbations=2)
+    assert 0 <= report.mask_change <= 1 and np.isfinite(report.relative_input_stability)

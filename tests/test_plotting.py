@@ -503,3 +503,26 @@ def test_insertion_deletion_needs_a_model_when_fitted_on_outputs_only(table_expl
     display = InsertionDeletionDisplay.from_explainer(explainer, X, model=model, n_steps=1)
     np.testing.assert_allclose(display.fraction, [0, 1])
     assert display.deletion[0] == 1.0 and display.insertion[-1] == 1.0
+
+
+def test_an_explainer_given_where_masks_or_images_go_is_named(masks):
+    """The first hour's mistake: the explainer itself passed to a plotting helper (or to
+    posthoc_accuracy as the model) is named, not a float() or 0-d array error."""
+    from sk_sointer.metrics import posthoc_accuracy
+
+    X = np.random.RandomState(0).randn(60, 4)
+    explainer = L2XExplainer(k=2, max_epochs=1, refine=None, random_state=0).fit(
+        X, X[:, 0] > 0)
+    for draw in (lambda: plotting.plot_masks(explainer),
+                 lambda: plotting.plot_selection_frequency(explainer)):
+        with pytest.raises(TypeError, match=r"masks should be an array; got L2XExplainer, "
+                           r"an estimator\. Pass its masks \(explainer\.transform\(X\)\), or "
+                           r"build the Display with from_explainer\(explainer, X\)"):
+            draw()
+    with pytest.raises(TypeError, match="images should be an array; got L2XExplainer"):
+        plotting.plot_image_masks(explainer, np.zeros((2, 4, 4)))
+    with pytest.raises(TypeError, match=r"masks_by_name should be a dict .* got list"):
+        plotting.plot_comparison([masks, masks])
+    with pytest.raises(TypeError, match="An explainer is not the model it explains: pass the "
+                       "model itself"):
+        posthoc_accuracy(explainer, X, explainer.transform(X))

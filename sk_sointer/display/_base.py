@@ -39,8 +39,18 @@ def _panels(ax, n_panels, *, n_cols, panel_size, sharey=False):
     return axes.ravel()[:n_panels]
 
 
+def _not_an_estimator(values, name, instead="its masks (explainer.transform(X))"):
+    """A TypeError naming the mistake when an estimator is given where arrays go."""
+    if hasattr(values, "fit") or hasattr(values, "get_params"):
+        raise TypeError(
+            f"{name} should be an array; got {type(values).__name__}, an estimator. Pass "
+            f"{instead}, or build the Display with from_explainer(explainer, X)."
+        )
+
+
 def _table(masks, name="masks"):
     """A 2-D float array of masks or scores, and the column names of a DataFrame."""
+    _not_an_estimator(masks, name)
     columns = getattr(masks, "columns", None)
     values = np.asarray(masks, dtype=float)
     if values.ndim == 1:

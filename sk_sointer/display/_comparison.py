@@ -1,5 +1,7 @@
 """Several explainers on the same rows: :class:`ComparisonDisplay`."""
 
+from collections.abc import Mapping
+
 import numpy as np
 
 from .._utils import _store_params
@@ -68,6 +70,11 @@ class ComparisonDisplay:
         -------
         display : ComparisonDisplay
         """
+        if not isinstance(masks_by_name, Mapping):
+            raise TypeError(
+                "masks_by_name should be a dict of each explainer's name and its masks, "
+                f"e.g. {{'L2X': masks}}; got {type(masks_by_name).__name__}."
+            )
         names = list(masks_by_name)
         if not names:
             raise ValueError("masks_by_name should name at least one explainer's masks.")

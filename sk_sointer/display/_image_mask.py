@@ -4,7 +4,7 @@
 import numpy as np
 
 from .._utils import _store_params
-from ._base import _explained, _panels
+from ._base import _explained, _not_an_estimator, _panels
 
 
 def _image(image):
@@ -42,6 +42,7 @@ def _pixel_mask(mask, shape):
 
 def _images_and_masks(images, masks):
     """Images ready for ``imshow`` and their masks over the pixels, one per image."""
+    _not_an_estimator(images, "images", "the images and the explainer's masks of them")
     images = [_image(image) for image in np.asarray(images)]
     if not images:
         raise ValueError("images should hold one image at least; got none.")

@@ -577,6 +577,8 @@ def _stability(report, wanted, explainer, model, X, masks, rows, row_shape, refi
         moved = rows + rng.standard_normal(rows.shape) * scale
         moved = moved.astype(rows.dtype, copy=False)
         shaped = moved if row_shape is None else moved.reshape(len(rows), *row_shape)
+        if hasattr(X, "columns") and row_shape is None:  # a frame: its names, as fit saw
+            shaped = type(X)(shaped, columns=X.columns, index=X.index)
         moved_masks = np.reshape(explainer.transform(shaped), rows.shape) > 0
         changed = (flat_masks & ~moved_masks).sum(axis=1) / np.maximum(flat_masks.sum(axis=1), 1)
         worst_change = np.maximum(worst_change, changed)
