@@ -13,7 +13,7 @@ import sk_sointer
 from sk_sointer import ModelRefinement
 from sk_sointer._masking import Masker
 from sk_sointer._outputs import spec_of
-from sk_sointer._search import greedy_subsets, keep_reward
+from sk_sointer._search import ModelJudge, greedy_subsets, keep_reward
 from sk_sointer.explainers._net import ModelJudgedNet, score_function_loss
 
 from torch.utils._python_dispatch import _disable_current_modes
@@ -113,6 +113,54 @@ def test_greedy_subsets_count_k_groups():
     masks = greedy_subsets(_switch_model, X, masker, spec_of(("categorical",), (2,)), 2)
     assert masks.shape == (50, 3)
     np.testing.assert_array_equal(masks.sum(axis=1), 2)
+
+
+def test_where_the_model_is_indifferent_the_judge_chooses_among_the_groups_that_keep():
+    """A model that reads feature 0 only, whose fill (zero) already gives its answer on the
+    rows with x0 < 0: after feature 0 it is indifferent, and the search kept feature 1
+    (the lowest unread index). With a judge, such a round adds the group the judge rewards
+    most of those that keep the answer; a round where the model moves is the model's."""
+    from sk_sointer._search import _greedy
+
+    X = np.random.RandomState(0).randn(100, 4).astype(np.float32)
+
+    def model(rows):
+        p = 1 / (1 + np.exp(-(0.5 - 4 * np.asarray(rows, dtype=np.float64)[:, 0])))
+        return np.column_stack([1 - p, p])
+
+    def judge(rows, masks):  # feature 3 tells the row's outputs, feature 2 the opposite
+        full, shown = model(X[rows]), masks[:, 3:4] - masks[:, 2:3]
+        return np.where(shown > 0, full, np.where(shown < 0, full[:, ::-1], 0.5))
+
+    masker = Masker("zero").fit(X)
+    spec = spec_of(("categorical",), (2,))
+    empty = model(np.zeros((1, 4)))
+    plain = greedy_subsets(model, X, masker, spec, 2)
+    judged = _greedy(model, X, masker, spec, 2, judge=judge, empty=empty)
+    np.testing.assert_array_equal(plain[:, 0], 1)  # the model's own pick, both ways
+    np.testing.assert_array_equal(judged[:, 0], 1)
+    np.testing.assert_array_equal(plain[:, 1], 1)  # its indifferent one: the lowest index
+    np.testing.assert_array_equal(judged[:, 3], 1)  # the judge's, not feature 2
+    # Without the outputs on the empty mask nothing is tracked: the plain search.
+    np.testing.assert_array_equal(_greedy(model, X, masker, spec, 2, judge=judge), plain)
+
+
+def test_each_answer_of_a_classifier_weighs_alike_in_the_imitation(switch_data):
+    X, model = switch_data
+    masker = Masker("mean").fit(X)
+    full = model.predict(X)
+    judge = ModelJudge(model, masker, model.spec, X, full, log_weight=0.1)
+    index = np.arange(len(X))
+    weights = judge.answer_weights(index)
+    answers = full.argmax(axis=1)
+    assert weights.dtype == np.float32 and weights.mean() == pytest.approx(1.0)
+    for answer in (0, 1):
+        assert weights[answers == answer].sum() == pytest.approx(len(X) / 2)
+    # A real output: no classes to balance.
+    values = np.c_[X[:, 0]]
+    regression = ModelJudge(lambda rows: rows[:, :1], masker, spec_of(("real",), (1,)), X,
+                            values, log_weight=0.1)
+    np.testing.assert_array_equal(regression.answer_weights(index), 1.0)
 
 
 # score_function_loss ---------------------------------------------------------------------
@@ -265,8 +313,8 @@ def test_patience_counts_the_epochs_after_the_greedy_targets_only(switch_data):
 
 
 @pytest.mark.parametrize("cut, limit", [
-    (dict(max_queries=40_000, max_extensions=0), r"its query budget \(max_queries=40,000\)"),
-    (dict(max_epochs=8), r"max_epochs=8"),
+    (dict(max_queries=30_000, max_extensions=0), r"its query budget \(max_queries=30,000\)"),
+    (dict(max_epochs=6), r"max_epochs=6"),
 ], ids=["queries", "epochs"])
 def test_a_refinement_cut_short_while_it_still_gains_says_so(switch_data, cut, limit):
     """sklearn's ConvergenceWarning when the budget, not n_iter_no_change, ended a
@@ -291,7 +339,7 @@ def test_a_refinement_cut_short_while_it_still_gains_says_so(switch_data, cut, l
         assert refined().refinement_fidelity_.max() > 0.99
         # Nor where synthetic rows set the epochs (max_epochs times the root of the
         # training rows' share, 16 here): a small table is not fitted further on purpose.
-        rising = refined(max_epochs=32, min_rows=1_600, lr=3e-4).refinement_fidelity_
+        rising = refined(max_epochs=32, min_rows=1_600, lr=2.5e-4).refinement_fidelity_
         assert len(rising) - 1 == 16 and rising[-4:].max() >= rising[:-4].max() + 0.01
 
 
@@ -302,7 +350,7 @@ def test_a_query_budget_that_ends_a_refinement_still_rising_is_extended(switch_d
     X, model = switch_data
 
     def refined(max_extensions):
-        refine = ModelRefinement(min_rows=0, max_queries=40_000, max_extensions=max_extensions)
+        refine = ModelRefinement(min_rows=0, max_queries=26_000, max_extensions=max_extensions)
         return sk_sointer.L2XExplainer(k=2, max_epochs=1, batch_size=64, refine=refine,
                                        verbose=1, random_state=0).fit(X, black_box=model)
 
@@ -314,26 +362,26 @@ def test_a_query_budget_that_ends_a_refinement_still_rising_is_extended(switch_d
     curve, before = extended.refinement_fidelity_, short.refinement_fidelity_
     # The same epochs up to the first budget's end, then more of them, to the top.
     np.testing.assert_array_equal(curve[: len(before)], before)
-    assert len(curve) > len(before) and curve.max() >= 0.99 > before.max()
+    assert len(curve) > len(before) and curve.max() >= 0.98 > before.max()
     # Levelled off, it was not extended again: two budgets at most were spent.
-    assert 40_000 < extended.n_model_queries_ <= 2 * 40_000
+    assert 26_000 < extended.n_model_queries_ <= 2 * 26_000
     assert extended.score(X) > short.score(X) + 0.01
     # Extended as often as allowed and still rising, the warning names the extensions.
-    with pytest.warns(ConvergenceWarning, match=r"its query budget \(max_queries=34,000, "
+    with pytest.warns(ConvergenceWarning, match=r"its query budget \(max_queries=22,000, "
                       r"extended once\).*ModelRefinement\(max_extensions=\.\.\.\)"):
         sk_sointer.L2XExplainer(
             k=2, max_epochs=1, batch_size=64, random_state=0,
-            refine=ModelRefinement(min_rows=0, max_queries=34_000, max_extensions=1),
+            refine=ModelRefinement(min_rows=0, max_queries=22_000, max_extensions=1, lr=2e-3),
         ).fit(X, black_box=model)
     # Not where synthetic rows are over half of the rows refined: the same rise is the
     # selector fitting a few hundred training rows.
     plan = ModelRefinement(max_queries=40_000).plan(1_000, 2, 6, n_training=400)
-    assert plan.training_share == 0.4 and ModelRefinement().extension(plan, curve[:10]) == 0
+    assert plan.training_share == 0.4 and ModelRefinement().extension(plan, curve[:7]) == 0
     plan.training_share = 0.5
-    assert ModelRefinement().extension(plan, curve[:10]) > 0
+    assert ModelRefinement().extension(plan, curve[:7]) > 0
     # The progress says so, and counts the epochs on.
     progress = capsys.readouterr().err
-    assert "fidelity still rose: budget extended to 80,000 queries" in progress
+    assert "fidelity still rose: budget extended to 52,000 queries" in progress
     assert f"epoch {len(curve) - 1}/{len(curve) - 1}, " in progress
 
 
@@ -650,12 +698,11 @@ def _rare_positive_rows(n_rows, seed):
 
 
 @pytest.mark.synthetic_rows
-@pytest.mark.xfail(strict=True, reason=(
-    "known: on the rows whose answer the fill already keeps, the greedy targets (chosen at "
-    "the fill, where a feature the model does not read moves it least) teach masks of "
-    "features the model never reads; giving those rows the in-distribution judge's greedy "
-    "subsets instead removed them (see the closing note of 2026-11-28)"))
 def test_the_common_answers_masks_keep_only_features_the_model_reads():
+    """On the rows whose answer the fill already gives (the negative ones here), the
+    model's greedy search, indifferent, kept features the model never reads (4 % of the
+    negative rows' kept features with this seed); with the in-distribution judge breaking
+    its ties (``ModelJudge(judge_ties=True)``, table rows), none."""
     from sklearn.ensemble import HistGradientBoostingClassifier
 
     X, y = _rare_positive_rows(3000, 0)

@@ -491,6 +491,8 @@ class SelectorJudgeNet(UpdateSteps, PortableNet, NeuralNet):
             imitate = np.zeros((n_rows, model_judge.masker.n_groups_), dtype=np.float32)
             if np.ndim(k) == 0:
                 imitate[imitated] = model_judge.greedy(imitated, k)
+                # Every answer of a classifier imitated alike, the rare one's rows included.
+                imitate[imitated] *= model_judge.answer_weights(imitated)[:, None]
             else:  # the rows of each size together
                 for size in np.unique(k[imitated]):
                     rows = imitated[k[imitated] == size]
