@@ -117,7 +117,7 @@ def test_greedy_subsets_count_k_groups():
 
 def test_where_the_model_is_indifferent_the_judge_chooses_among_the_groups_that_keep():
     """A model that reads feature 0 only, whose fill (zero) already gives its answer on the
-    rows with x0 < 0: after feature 0 it is indifferent, and the search kept feature 1
+    rows with x0 < 1/8: after feature 0 it is indifferent, and the search kept feature 1
     (the lowest unread index). With a judge, such a round adds the group the judge rewards
     most of those that keep the answer; a round where the model moves is the model's."""
     from sk_sointer._search import _greedy
