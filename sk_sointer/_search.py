@@ -743,13 +743,9 @@ class ModelJudge:
         of the rows, the common answer's rows otherwise set what the selector learns."""
         spec = self.spec
         outputs = range(spec.n_outputs) if spec.target is None else [spec.target]
-        weights = np.ones(len(index), dtype=np.float32)
-        if len(outputs) != 1 or spec.kinds[outputs[0]] == "real" or len(index) == 0:
-            return weights
-        start, stop = spec.blocks[outputs[0]]
-        full = self.full[index]
-        answers = (full[:, start:stop].argmax(axis=1) if spec.kinds[outputs[0]] == "categorical"
-                   else full[:, start] > 0.5)
+        if len(outputs) != 1 or "real" in spec.kinds or len(index) == 0:
+            return np.ones(len(index), dtype=np.float32)
+        answers = spec.labels(self.full[index])[:, outputs[0]]
         _, inverse, counts = np.unique(answers, return_inverse=True, return_counts=True)
         weights = 1.0 / counts[inverse]
         return (weights / weights.mean()).astype(np.float32)

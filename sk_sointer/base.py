@@ -429,10 +429,10 @@ def _warn_if_constant(targets, spec, model):
     outputs = np.asarray(targets)[:, columns]
     if len(outputs) < 2 or np.any(outputs != outputs[:1]):
         return
-    what = f"The black box {getattr(model, 'model', model)!r}" if model is not None \
-        else "The outputs y"
+    what = (f"The black box {getattr(model, 'model', model)!r} gives" if model is not None
+            else "The outputs y give")
     warnings.warn(
-        f"{what} gives every row of X the same outputs: any mask keeps them, so fidelity "
+        f"{what} every row of X the same outputs: any mask keeps them, so fidelity "
         "is 1 whatever the masks and the masks say nothing of the model. Check the model "
         "(a constant or dummy model, one class seen in training) or fit on rows where its "
         "answers differ.",

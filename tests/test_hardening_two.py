@@ -162,7 +162,7 @@ def test_a_model_that_answers_every_row_alike_is_warned_of(rows):
                           r"mask keeps them"):
             explainer = L2XExplainer(k=1, **FAST).fit(X, black_box=model)
         assert explainer.score(X) == 1.0
-    with pytest.warns(UserWarning, match="The outputs y gives every row"):
+    with pytest.warns(UserWarning, match="The outputs y give every row"):
         L2XExplainer(k=1, **FAST).fit(X, np.full(len(X), 2.5))
     # One output that moves is enough: no warning.
     with warnings.catch_warnings():
