@@ -1,5 +1,8 @@
 """What the Displays share: new figures and their Axes, masks as a table, the feature
-names, whole-number options and the explainer's masks or scores."""
+names, labels per row, the options every Display checks alike (whole numbers, colours,
+opacity) and the explainer's masks or scores."""
+
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -14,17 +17,33 @@ def _pyplot():
     return plt
 
 
+def _check_axes(ax, name="ax"):
+    """``ax`` when it is a matplotlib Axes, else a one-line TypeError."""
+    _pyplot()
+    from matplotlib.axes import Axes
+
+    if not isinstance(ax, Axes):
+        raise TypeError(f"{name} should be a matplotlib Axes (e.g. plt.subplots()[1]) or None; "
+                        f"got {type(ax).__name__}.")
+    return ax
+
+
 def _axes(ax, **subplots):
     """``ax``, or a new figure's Axes."""
     if ax is not None:
-        return ax
+        return _check_axes(ax)
     return _pyplot().subplots(**subplots)[1]
 
 
 def _panels(ax, n_panels, *, n_cols, panel_size, sharey=False):
     """``ax`` as a flat array of ``n_panels`` Axes, or a new figure's grid of panels."""
     if ax is not None:
-        axes = np.asarray(ax, dtype=object).ravel()
+        axes = np.empty(1, dtype=object)
+        axes[0] = ax  # a lone Axes: np.asarray would try to iterate it
+        if isinstance(ax, (list, tuple, np.ndarray)):
+            axes = np.asarray(ax, dtype=object).ravel()
+        for panel in axes:
+            _check_axes(panel, "ax (each panel)" if axes.size > 1 else "ax")
         if axes.size < n_panels:
             raise ValueError(f"ax should hold {n_panels} Axes, one per panel; got {axes.size}.")
         return axes[:n_panels]
@@ -52,7 +71,11 @@ def _table(masks, name="masks"):
     """A 2-D float array of masks or scores, and the column names of a DataFrame."""
     _not_an_estimator(masks, name)
     columns = getattr(masks, "columns", None)
-    values = np.asarray(masks, dtype=float)
+    try:
+        values = np.asarray(masks, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} should be an array of numbers, one row per sample of one "
+                         f"length; got {type(masks).__name__} that is not.") from None
     if values.ndim == 1:
         values = values[None, :]
     if values.ndim != 2:
@@ -66,6 +89,63 @@ def _table(masks, name="masks"):
     if not np.isfinite(values).all():
         raise ValueError(f"{name} should be finite; got NaN or infinite values.")
     return values, None if columns is None else [str(c) for c in columns]
+
+
+def _labels(labels, n_rows, name="row_labels", what="row of masks"):
+    """``labels`` as a list of str, one per row, else a one-line error naming ``name``."""
+    if labels is None:
+        return None
+    if isinstance(labels, (str, bytes)) or not hasattr(labels, "__len__"):
+        raise TypeError(f"{name} should be a sequence of labels, one per {what}; got "
+                        f"{type(labels).__name__}.")
+    if len(labels) != n_rows:
+        raise ValueError(f"{name} should hold one label per {what} ({n_rows}); got "
+                         f"{len(labels)}.")
+    return [str(label) for label in labels]
+
+
+def _is_masks(values):
+    """Whether ``values`` are 0/1 masks rather than scores."""
+    return bool(np.isin(values, (0.0, 1.0)).all())
+
+
+def _unit_float(name, value):
+    """``value`` when it is a real number in [0, 1] (not a bool), else a one-line error."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+        raise TypeError(f"{name} should be a number in [0, 1]; got {type(value).__name__}.")
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{name} should be a number in [0, 1]; got {value!r}.")
+    return float(value)
+
+
+def _color(name, value):
+    """``value`` when matplotlib reads it as a colour, else a one-line ValueError."""
+    _pyplot()
+    from matplotlib.colors import is_color_like
+
+    if not is_color_like(value):
+        raise ValueError(f"{name} should be a matplotlib colour, such as 'tab:orange' or "
+                         f"'#ff8800'; got {value!r}.")
+    return value
+
+
+def _cmap(value):
+    """``value`` when it is a Colormap or the name of one, else a one-line error."""
+    _pyplot()
+    import matplotlib
+    from matplotlib.colors import Colormap
+
+    if isinstance(value, Colormap) or isinstance(value, str) and value in matplotlib.colormaps:
+        return value
+    raise ValueError(f"cmap should be a matplotlib Colormap or the name of one, such as "
+                     f"'Greys' or 'viridis'; got {value!r}.")
+
+
+def _flag(name, value):
+    """``value`` when it is a bool, else a one-line TypeError."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} should be True or False; got {value!r}.")
+    return bool(value)
 
 
 def _positive_int(name, value):
@@ -91,8 +171,37 @@ def _feature_names(n_features, feature_names=None, explainer=None, columns=None)
     return [f"x{j}" for j in range(n_features)]
 
 
+def _check_explainer(explainer, name="explainer"):
+    """``explainer`` when it has an explainer's ``transform`` and ``explain``, else a
+    one-line TypeError: a model given where its explainer goes is the usual mistake."""
+    if not (callable(getattr(explainer, "transform", None))
+            and callable(getattr(explainer, "explain", None))):
+        raise TypeError(
+            f"{name} should be a fitted sk_sointer explainer (such as L2XExplainer); got "
+            f"{type(explainer).__name__}. Explain a model first, e.g. "
+            "L2XExplainer(k=3).fit(X, black_box=model), and pass the explainer."
+        )
+    return explainer
+
+
+def _explainers(explainers, name="explainers", by_index=None):
+    """A dict of names and fitted explainers: a dict as given, a sequence titled
+    ``by_index.format(i)`` (refused without ``by_index``)."""
+    if not isinstance(explainers, Mapping):
+        if by_index is None or isinstance(explainers, (str, bytes)) \
+                or not hasattr(explainers, "__iter__") or hasattr(explainers, "transform"):
+            raise TypeError(f"{name} should be a dict of names and fitted explainers, e.g. "
+                            f"{{'L2X': explainer}}; got {type(explainers).__name__}.")
+        explainers = {by_index.format(t): e for t, e in enumerate(explainers)}
+    if not explainers:
+        raise ValueError(f"{name} should name at least one fitted explainer.")
+    for key, explainer in explainers.items():
+        _check_explainer(explainer, f"{name}[{key!r}]")
+    return dict(explainers)
+
+
 def _explained(explainer, X, method):
     """``explainer.transform(X)`` (masks) or ``explainer.explain(X)`` (scores)."""
     if method not in ("transform", "explain"):
         raise ValueError(f"method should be 'transform' or 'explain'; got {method!r}.")
-    return getattr(explainer, method)(X)
+    return getattr(_check_explainer(explainer), method)(X)

@@ -5,7 +5,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from .._utils import _store_params
-from ._base import _explained, _feature_names, _panels, _table
+from ._base import _explained, _explainers, _feature_names, _panels, _positive_int, _table
 from ._image_mask import _image_rows, _images_and_masks, _overlay
 from ._mask import MaskDisplay
 
@@ -75,6 +75,7 @@ class ComparisonDisplay:
                 "masks_by_name should be a dict of each explainer's name and its masks, "
                 f"e.g. {{'L2X': masks}}; got {type(masks_by_name).__name__}."
             )
+        max_rows = _positive_int("max_rows", max_rows)
         names = list(masks_by_name)
         if not names:
             raise ValueError("masks_by_name should name at least one explainer's masks.")
@@ -83,7 +84,12 @@ class ComparisonDisplay:
             raise ValueError("every explainer's masks should cover the same rows; got lengths "
                              f"{sorted(lengths)}.")
         if images is None:
-            masks = {name: _table(masks_by_name[name])[0][:max_rows] for name in names}
+            masks = {name: _table(masks_by_name[name], f"masks_by_name[{name!r}]")[0][:max_rows]
+                     for name in names}
+            widths = {name: values.shape[1] for name, values in masks.items()}
+            if len(set(widths.values())) != 1:
+                raise ValueError("every explainer's masks should have the same features (columns);"
+                                 f" got {widths}.")
             columns = _table(masks_by_name[names[0]])[1]
             n_features = masks[names[0]].shape[1]
             feature_names = _feature_names(n_features, feature_names, explainer, columns)
@@ -118,8 +124,8 @@ class ComparisonDisplay:
         -------
         display : ComparisonDisplay
         """
-        if not explainers:
-            raise ValueError("explainers should name at least one fitted explainer.")
+        explainers = _explainers(explainers)
+        max_rows = _positive_int("max_rows", max_rows)
         rows = X[:max_rows]
         first = next(iter(explainers.values()))
         images = _image_rows(first, rows)

@@ -4,7 +4,8 @@
 import numpy as np
 
 from .._utils import _store_params
-from ._base import _explained, _not_an_estimator, _panels
+from ._base import (_color, _explained, _labels, _not_an_estimator, _panels, _positive_int,
+                    _unit_float)
 
 
 def _image(image):
@@ -64,14 +65,25 @@ def _image_rows(explainer, X):
     return X
 
 
+def _paint_weights(mask):
+    """The opacity of each pixel, 0..1: a mask or scores >= 0 over their largest; signed
+    scores from their lowest (0) to their largest (1), since only their order says which
+    pixels were relied on; equal nonzero scores all at 1."""
+    low, high = mask.min(), mask.max()
+    if high == low:
+        return np.full(mask.shape, float(high != 0))
+    if low >= 0:
+        return mask / high
+    return (mask - low) / (high - low)
+
+
 def _overlay(ax, image, mask, color, alpha):
     """``image`` in grey with the pixel ``mask`` (0..1, or scores scaled to it) painted over
     in ``color``; returns the paint's image artist."""
     from matplotlib.colors import to_rgba
 
     ax.imshow(image, cmap=None if image.ndim == 3 else "gray", interpolation="nearest")
-    high = mask.max()
-    weight = np.clip(mask / high, 0.0, 1.0) if high > 0 else mask
+    weight = _paint_weights(mask)
     paint = np.zeros(mask.shape + (4,))
     paint[..., :3] = to_rgba(color)[:3]
     paint[..., 3] = alpha * weight
@@ -129,7 +141,8 @@ class ImageMaskDisplay:
         masks : array-like
             One mask per image: ``transform``'s masks (the images' shape), a grid of
             patches of shape (n_images, rows, columns) that divides the image, or
-            ``explain``'s scores (painted in proportion, the largest at ``alpha``).
+            ``explain``'s scores (painted in proportion, the largest at ``alpha``; signed
+            scores from the lowest, unpainted, to the largest).
         titles : sequence of str, default=None
             A title per panel, e.g. the predicted class.
         n_cols : int, default=5
@@ -145,7 +158,7 @@ class ImageMaskDisplay:
         display : ImageMaskDisplay
         """
         images, masks = _images_and_masks(images, masks)
-        titles = None if titles is None else [str(title) for title in titles]
+        titles = _labels(titles, len(images), "titles", "image")
         return cls(images, masks, titles=titles).plot(ax=ax, n_cols=n_cols, color=color,
                                                       alpha=alpha)
 
@@ -169,7 +182,7 @@ class ImageMaskDisplay:
         """
         masks = _explained(explainer, X, method)
         images = _image_rows(explainer, X)
-        return cls.from_masks(images, masks.reshape(images.shape), titles=titles,
+        return cls.from_masks(images, np.asarray(masks).reshape(images.shape), titles=titles,
                               n_cols=n_cols, color=color, alpha=alpha, ax=ax)
 
     def plot(self, ax=None, *, n_cols=5, color="tab:orange", alpha=0.6):
@@ -187,11 +200,17 @@ class ImageMaskDisplay:
         -------
         display : ImageMaskDisplay
         """
+        n_cols = _positive_int("n_cols", n_cols)
+        color, alpha = _color("color", color), _unit_float("alpha", alpha)
+        titles = _labels(self.titles, len(self.images), "titles", "image")
+        if len(self.masks) != len(self.images):
+            raise ValueError(f"masks should hold one mask per image ({len(self.images)}); got "
+                             f"{len(self.masks)}.")
         axes = _panels(ax, len(self.images), n_cols=n_cols, panel_size=(1.8, 1.9))
         self.overlays_ = []
         for i, panel in enumerate(axes):
             self.overlays_.append(_overlay(panel, self.images[i], self.masks[i], color, alpha))
-            if self.titles is not None:
-                panel.set_title(self.titles[i], fontsize="small")
+            if titles is not None:
+                panel.set_title(titles[i], fontsize="small")
         self.axes_, self.figure_ = axes, axes[0].figure
         return self

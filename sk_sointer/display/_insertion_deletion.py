@@ -6,7 +6,7 @@ from sklearn.metrics import auc
 
 from .._utils import _store_params
 from ..metrics import insertion_deletion_curves
-from ._base import _axes
+from ._base import _axes, _check_explainer
 
 
 class InsertionDeletionDisplay:
@@ -100,7 +100,8 @@ class InsertionDeletionDisplay:
         -------
         display : InsertionDeletionDisplay
         """
-        curves = insertion_deletion_curves(explainer, X, model=model, n_steps=n_steps)
+        curves = insertion_deletion_curves(_check_explainer(explainer), X, model=model,
+                                           n_steps=n_steps)
         name = type(explainer).__name__ if name is None else name
         return cls(curves.fraction, curves.insertion, curves.deletion,
                    insertion_auc=curves.insertion_auc, deletion_auc=curves.deletion_auc,

@@ -3,7 +3,8 @@
 import numpy as np
 
 from .._utils import _store_params
-from ._base import _axes, _explained, _feature_names, _table
+from ._base import (_axes, _check_explainer, _cmap, _explained, _feature_names, _flag, _is_masks,
+                    _labels, _positive_int, _table)
 
 
 class MaskDisplay:
@@ -81,17 +82,20 @@ class MaskDisplay:
         -------
         display : MaskDisplay
         """
+        max_rows = _positive_int("max_rows", max_rows)
         values, columns = _table(masks)
+        n_rows = len(values)
         values = values[:max_rows]
         names = _feature_names(values.shape[1], feature_names, explainer, columns)
+        row_labels = _labels(row_labels, n_rows)
         if row_labels is not None:
-            row_labels = [str(label) for label in row_labels][:len(values)]
+            row_labels = row_labels[:max_rows]
         if holds is not None:
             holds = np.asarray(holds)
-            if holds.shape != (len(masks),) or holds.dtype.kind not in "bui":
+            if holds.shape != (n_rows,) or holds.dtype.kind not in "bui":
                 raise ValueError(f"holds should give one bool per row of the masks, "
-                                 f"shape ({len(masks)},); got shape {holds.shape}.")
-            holds = holds[:len(values)].astype(bool)
+                                 f"shape ({n_rows},); got shape {holds.shape}.")
+            holds = holds[:max_rows].astype(bool)
         return cls(values, feature_names=names, row_labels=row_labels,
                    holds=holds).plot(ax=ax, cmap=cmap)
 
@@ -117,8 +121,12 @@ class MaskDisplay:
         -------
         display : MaskDisplay
         """
+        max_rows = _positive_int("max_rows", max_rows)
+        _check_explainer(explainer)
         holds = None
-        if check:  # the drawn rows only: the model is asked about each
+        if _flag("check", check):  # the drawn rows only: the model is asked about each
+            if row_labels is not None:  # one per row of X, as without check
+                row_labels = _labels(row_labels, len(X))[:max_rows]
             X = X[:max_rows]
             holds = explainer.check(X, explainer.transform(X)).holds
         return cls.from_masks(_explained(explainer, X, method), feature_names=feature_names,
@@ -138,15 +146,20 @@ class MaskDisplay:
         -------
         display : MaskDisplay
         """
-        values, names = np.asarray(self.masks, dtype=float), list(self.feature_names)
+        values, names = _table(self.masks)[0], list(self.feature_names)
         n_rows, n_features = values.shape
+        if len(names) != n_features:
+            raise ValueError(f"feature_names should have one name per column of masks "
+                             f"({n_features}); got {len(names)}.")
+        row_labels = _labels(self.row_labels, n_rows)
+        cmap = _cmap(cmap)
         ax = _axes(ax, figsize=(max(4.0, 0.35 * n_features + 2), max(2.5, 0.18 * n_rows + 1.2)))
-        binary = np.isin(values, (0.0, 1.0)).all()
+        binary = _is_masks(values)
         self.im_ = ax.imshow(values, aspect="auto", interpolation="nearest", cmap=cmap,
                              vmin=0.0 if binary else None, vmax=1.0 if binary else None)
         ax.set_xticks(np.arange(n_features))
         ax.set_xticklabels(names, rotation=90 if max(map(len, names)) > 3 else 0)
-        labels = self.row_labels
+        labels = row_labels
         if self.holds is not None:
             labels = [f"{'' if labels is None else labels[i] + ' '}{'✓' if held else '✗'}"
                       for i, held in enumerate(self.holds)]

@@ -4,7 +4,8 @@
 import numpy as np
 
 from .._utils import _store_params
-from ._base import _feature_names, _positive_int, _pyplot, _table
+from ._base import (_axes, _check_explainer, _feature_names, _is_masks, _positive_int,
+                    _table)
 
 
 def _frequencies(values, by):
@@ -22,7 +23,13 @@ def _frequencies(values, by):
             np.any(by != by) or any(label is None for label in by)):
         raise ValueError("by should hold a label for every row; it holds missing values (NaN "
                          "or None).")
-    labels = list(np.unique(by))
+    try:
+        labels = list(np.unique(by))
+    except TypeError:  # labels that do not sort: numbers and strings mixed
+        kinds = sorted({type(label).__name__ for label in by})
+        raise TypeError(f"by should hold labels of one kind, all numbers or all strings; got "
+                        f"{' and '.join(kinds)}. Convert them first, e.g. "
+                        "by=np.asarray(by, dtype=str).") from None
     rows = [by == label for label in labels]
     return (np.array([values[r].mean(axis=0) for r in rows]), labels,
             [int(r.sum()) for r in rows])
@@ -42,6 +49,10 @@ class SelectionFrequencyDisplay:
         The label of each group (``None`` for one group of all rows).
     group_sizes : list of int, default=None
         Rows in each group, for the legend.
+    scores : bool, default=False
+        Whether ``frequencies`` are mean scores (``explain``'s, or anything but 0/1 masks)
+        rather than shares of rows: the axis then says so and spans their range, below 0
+        for signed scores.
 
     Attributes
     ----------
@@ -62,7 +73,8 @@ class SelectionFrequencyDisplay:
     [0.75, 0.5]
     """
 
-    def __init__(self, frequencies, *, feature_names, group_labels=None, group_sizes=None):
+    def __init__(self, frequencies, *, feature_names, group_labels=None, group_sizes=None,
+                 scores=False):
         _store_params(self, locals())
 
     @classmethod
@@ -73,7 +85,8 @@ class SelectionFrequencyDisplay:
         Parameters
         ----------
         masks : array-like of shape (n_samples, n_features)
-            Masks from ``transform`` (scores are averaged the same way).
+            Masks from ``transform``; scores (any values but 0 and 1) are averaged the
+            same way and drawn as mean scores.
         by : array-like of shape (n_samples,), default=None
             A label per row, e.g. the black box's predicted class: one bar per label for
             each feature, each the share of that label's rows selecting it.
@@ -97,7 +110,8 @@ class SelectionFrequencyDisplay:
             kept = np.argsort(-values.mean(axis=0), kind="stable")[:top]
         return cls(frequencies[:, kept], feature_names=list(names[kept]),
                    group_labels=None if by is None else labels,
-                   group_sizes=None if by is None else sizes).plot(ax=ax)
+                   group_sizes=None if by is None else sizes,
+                   scores=not _is_masks(values)).plot(ax=ax)
 
     @classmethod
     def from_explainer(cls, explainer, X, *, by=None, feature_names=None, top=None, ax=None):
@@ -114,7 +128,8 @@ class SelectionFrequencyDisplay:
         -------
         display : SelectionFrequencyDisplay
         """
-        return cls.from_masks(explainer.transform(X), by=by, feature_names=feature_names,
+        masks = _check_explainer(explainer).transform(X)
+        return cls.from_masks(masks, by=by, feature_names=feature_names,
                               explainer=explainer, top=top, ax=ax)
 
     def plot(self, ax=None):
@@ -133,16 +148,17 @@ class SelectionFrequencyDisplay:
         n_groups, n_features = frequencies.shape
         labels = self.group_labels if self.group_labels is not None else [None] * n_groups
         sizes = self.group_sizes if self.group_sizes is not None else [None] * n_groups
+        if len(names) != n_features:
+            raise ValueError(f"feature_names should have one name per column of frequencies "
+                             f"({n_features}); got {len(names)}.")
         rotated = bool(names) and max(map(len, names)) > 3
-        if ax is None:
-            # A feature's bars take about 0.15 inch each (0.35 at least), capped at a
-            # page's width; rotated names get the height they need below the axes.
-            longest = max(map(len, names), default=1)
-            width = float(np.clip(1.5 + n_features * max(0.35, 0.15 * n_groups), 4.0, 12.0))
-            height = 3.0 + (min(0.07 * longest, 2.0) if rotated else 0.0)
-            legend_width = 1.4 if self.group_labels is not None else 0.0
-            ax = _pyplot().subplots(figsize=(width + legend_width, height),
-                                    layout="constrained")[1]
+        # A feature's bars take about 0.15 inch each (0.35 at least), capped at a page's
+        # width; rotated names get the height they need below the axes.
+        longest = max(map(len, names), default=1)
+        width = float(np.clip(1.5 + n_features * max(0.35, 0.15 * n_groups), 4.0, 12.0))
+        height = 3.0 + (min(0.07 * longest, 2.0) if rotated else 0.0)
+        legend_width = 1.4 if self.group_labels is not None else 0.0
+        ax = _axes(ax, figsize=(width + legend_width, height), layout="constrained")
         bar_width = 0.8 / n_groups
         self.bars_ = []
         for g, (heights, label, size) in enumerate(zip(frequencies, labels, sizes)):
@@ -155,8 +171,13 @@ class SelectionFrequencyDisplay:
         ax.set_xticks(np.arange(n_features))
         ax.set_xticklabels(names, rotation=90 if rotated else 0)
         ax.set_xlim(-0.6, n_features - 0.4)
-        ax.set_ylabel("share of rows selecting it")
-        ax.set_ylim(0, 1.05)
+        if self.scores:
+            ax.set_ylabel("mean score")
+            if frequencies.min() < 0:
+                ax.axhline(0.0, color="0.3", linewidth=0.8)
+        else:
+            ax.set_ylabel("share of rows selecting it")
+            ax.set_ylim(0, 1.05)
         if self.group_labels is not None:  # beside the axes: shares near 1 would hide under it
             ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
         self.ax_, self.figure_ = ax, ax.figure

@@ -1,7 +1,9 @@
 """One panel per explained output of a multi-output model: :class:`TargetsDisplay`."""
 
+from collections.abc import Mapping
+
 from .._utils import _store_params
-from ._base import _feature_names, _panels, _table
+from ._base import _explainers, _feature_names, _is_masks, _panels, _positive_int, _table
 from ._selection_frequency import SelectionFrequencyDisplay, _frequencies
 
 
@@ -58,7 +60,11 @@ class TargetsDisplay:
         -------
         display : TargetsDisplay
         """
-        if not isinstance(masks_by_target, dict):
+        if hasattr(masks_by_target, "shape") or isinstance(masks_by_target, (str, bytes)) \
+                or not hasattr(masks_by_target, "__iter__"):
+            raise TypeError("masks_by_target should be a dict (or a sequence) of masks, one per "
+                            f"output, e.g. {{'y1': masks}}; got {type(masks_by_target).__name__}.")
+        if not isinstance(masks_by_target, Mapping):
             masks_by_target = {f"output {t}": masks for t, masks in enumerate(masks_by_target)}
         if not masks_by_target:
             raise ValueError("masks_by_target should hold at least one output's masks.")
@@ -70,7 +76,7 @@ class TargetsDisplay:
             frequencies, groups, sizes = _frequencies(values, labels)
             displays[str(target)] = SelectionFrequencyDisplay(
                 frequencies, feature_names=names, group_labels=None if labels is None else groups,
-                group_sizes=None if labels is None else sizes)
+                group_sizes=None if labels is None else sizes, scores=not _is_masks(values))
         return cls(displays).plot(ax=ax, n_cols=n_cols)
 
     @classmethod
@@ -89,10 +95,9 @@ class TargetsDisplay:
         -------
         display : TargetsDisplay
         """
-        if not isinstance(explainers, dict):
-            explainers = {f"output {t}": e for t, e in enumerate(explainers)}
+        explainers = _explainers(explainers, by_index="output {}")
         masks = {target: explainer.transform(X) for target, explainer in explainers.items()}
-        first = next(iter(explainers.values()), None)
+        first = next(iter(explainers.values()))
         return cls.from_masks(masks, by=by, feature_names=feature_names, explainer=first,
                               n_cols=n_cols, ax=ax)
 
@@ -108,6 +113,7 @@ class TargetsDisplay:
         -------
         display : TargetsDisplay
         """
+        n_cols = _positive_int("n_cols", n_cols)
         targets = list(self.displays)
         axes = _panels(ax, len(targets), n_cols=n_cols, panel_size=(4.0, 3.0), sharey=True)
         for panel, target in zip(axes, targets):

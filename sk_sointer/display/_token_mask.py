@@ -3,12 +3,18 @@
 import numpy as np
 
 from .._utils import _store_params
-from ._base import _axes, _positive_int
+from ._base import _axes, _check_explainer, _color, _positive_int
 
 
 def _words(tokens, masks, sequencer):
     """Rows of words and of their kept flags: token ids read through ``sequencer``
     (padding left out), or lists of words as given."""
+    if sequencer is not None:
+        _check_sequencer(sequencer)
+    n_texts, n_masks = _n_rows(tokens, "tokens"), _n_rows(masks, "masks")
+    if n_masks != n_texts:
+        raise ValueError(f"masks should hold one row per text of tokens ({n_texts}); got "
+                         f"{n_masks}.")
     words, kept = [], []
     for i, row in enumerate(tokens):
         keep = np.asarray(masks[i]).ravel()
@@ -26,6 +32,29 @@ def _words(tokens, masks, sequencer):
         words.append([word for word, _ in pairs])
         kept.append(np.array([k for _, k in pairs], dtype=bool))
     return words, kept
+
+
+def _n_rows(rows, name):
+    """How many rows ``rows`` holds, or a one-line TypeError when it is not a sequence of
+    them."""
+    if isinstance(rows, (str, bytes)) or not hasattr(rows, "__len__"):
+        raise TypeError(f"{name} should hold one row per text; got {type(rows).__name__}.")
+    return len(rows)
+
+
+def _check_sequencer(sequencer):
+    """A fitted TokenSequencer (one with a vocabulary, ``words_``), else a one-line error."""
+    from sklearn.exceptions import NotFittedError
+
+    from ..text import TokenSequencer
+
+    if getattr(sequencer, "words_", None) is not None:
+        return
+    if isinstance(sequencer, TokenSequencer):
+        raise NotFittedError("sequencer should be fitted: call sequencer.fit(texts) on the "
+                             "texts it read, or pass the sequencer that made the token ids.")
+    raise TypeError("sequencer should be a fitted sk_sointer.text.TokenSequencer (the one "
+                    f"that made the token ids); got {type(sequencer).__name__}.")
 
 
 def _check_token_ids(i, row, n_ids):
@@ -117,7 +146,10 @@ class TokenMaskDisplay:
         -------
         display : TokenMaskDisplay
         """
-        return cls.from_masks(X, explainer.transform(X), sequencer=sequencer, color=color,
+        if sequencer is not None:
+            _check_sequencer(sequencer)
+        masks = _check_explainer(explainer).transform(X)
+        return cls.from_masks(X, masks, sequencer=sequencer, color=color,
                               width=width, ax=ax)
 
     def plot(self, ax=None, *, color="tab:orange", width=60):
@@ -134,7 +166,10 @@ class TokenMaskDisplay:
         -------
         display : TokenMaskDisplay
         """
-        width = _positive_int("width", width)
+        width, color = _positive_int("width", width), _color("color", color)
+        if len(self.masks) != len(self.words):
+            raise ValueError(f"masks should hold one row per text ({len(self.words)}); got "
+                             f"{len(self.masks)}.")
         lines = []  # (text, [(word, kept), ...]) wrapped at ``width`` characters
         for i, (row, keep) in enumerate(zip(self.words, self.masks)):
             line, used = [], 0
