@@ -263,6 +263,39 @@ class Masker:
 
     # -- groups ------------------------------------------------------------------------
 
+    def expand_raw(self, group_masks):
+        """Masks (or scores) over the features of rows in their own units (those
+        :meth:`mask_raw` and the model take) from group-level ones. The features the
+        networks see are those of :meth:`expand`; here they are the same (a table's masker,
+        :class:`~sk_sointer._table.TableMasker`, has one raw feature per column)."""
+        return self.expand(group_masks)
+
+    def reduce_raw(self, values):
+        """Group-level values from raw-feature-level ones (every feature carrying its
+        group's value): each group's value read at its first feature."""
+        if self.groups_ is None:
+            return values
+        return values[..., np.unique(self.groups_, return_index=True)[1]]
+
+    def scaled_masks(self, masks):
+        """Masks over the features the networks see from masks over the raw features."""
+        return masks
+
+    @property
+    def raw_grouped(self):
+        """Whether a group holds several raw features (or features out of order)."""
+        return self.groups_ is not None
+
+    @property
+    def n_raw_features(self):
+        """Width of the rows in their own units."""
+        return len(self.mean_)
+
+    @property
+    def n_encoded_features(self):
+        """Width of the rows the networks see (before any column a method adds)."""
+        return len(self.mean_)
+
     def expand(self, group_masks):
         """Feature-level masks (or scores) from group-level ones (tensor or ndarray)."""
         if self.groups_ is None:

@@ -433,7 +433,7 @@ class ModelRefinement(BaseEstimator):
         from images and token ids."""
         rng = np.random.default_rng(random_state)
         rows, donors = rng.integers(0, len(X), n_rows), rng.integers(0, len(X), n_rows)
-        swapped = masker.expand(rng.random((n_rows, masker.n_groups_)) < self._SWAP_RATE)
+        swapped = masker.expand_raw(rng.random((n_rows, masker.n_groups_)) < self._SWAP_RATE)
         return np.where(swapped, X[donors], X[rows])
 
     def plan(self, n_rows, k, n_groups, queries_per_row=1, spent=0, n_training=None):
@@ -629,7 +629,7 @@ class ModelJudge:
         return self.black_box.predict(rows)
 
     def _masked_rows(self, index, group_masks):
-        return self.masker.mask_raw(self.X[index], self.masker.expand(group_masks))
+        return self.masker.mask_raw(self.X[index], self.masker.expand_raw(group_masks))
 
     def on_device(self, device):
         """Whether :meth:`costs` can take rows and masks as tensors on ``device`` and

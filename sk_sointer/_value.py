@@ -85,10 +85,10 @@ class MaskedValue:
 
     def masked_groups(self, X, group_masks):
         """:meth:`masked` for masks over the masker's feature groups."""
-        return self.masked(X, self.masker.expand(np.asarray(group_masks)))
+        return self.masked(X, self.masker.expand_raw(np.asarray(group_masks)))
 
 
-def draw_background(background, X, random_state):
+def draw_background(background, X, random_state, *, allow_nan=False):
     """The background rows an explainer keeps: ``None``; ``n`` rows of ``X`` drawn without
     replacement (all of them when ``X`` has fewer); or the rows given (validated against
     ``X``'s width and finite)."""
@@ -112,7 +112,7 @@ def draw_background(background, X, random_state):
             f"background should be a number of training rows, or rows of {X.shape[1]} "
             f"features; got an array of shape {rows.shape}."
         )
-    if not np.isfinite(rows).all():
+    if not (np.isfinite(rows) | (allow_nan & np.isnan(rows))).all():
         raise ValueError("background contains NaN or infinity.")
     return rows.astype(X.dtype)
 

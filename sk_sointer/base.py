@@ -49,7 +49,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import Tags, assert_all_finite, check_array, get_tags
 from sklearn.utils._param_validation import (Interval, InvalidParameterError, StrOptions,
                                             validate_parameter_constraints)
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import _check_feature_names, check_is_fitted, validate_data
 from skorch.callbacks import Callback, ProgressBar
 from skorch.dataset import ValidSplit
 
@@ -62,6 +62,7 @@ from ._search import ModelJudge, ModelRefinement, still_rising
 from ._utils import in_chunks, inference_chunk, resolve_device, seeded, set_mode
 from .black_box import BlackBox, as_black_box, model_agreement
 from ._topk import ROUNDS_K, topk_mask, topk_mask_of_finite
+from ._table import TableCodec, TableMasker, is_table
 from ._value import MaskedValue, draw_background, row_check
 
 # With tokens=True, the largest id fit accepts: at least this, or this many times the
@@ -190,10 +191,15 @@ class _SkorchEstimatorMixin:
         masked rows (``background``), or ``None`` for the masker's fill (see
         :class:`~sk_sointer._value.MaskedValue`)."""
         background = getattr(self, "background", None)
-        if background is not None and not isinstance(background, Integral):
+        codec = self._table_codec
+        if codec is not None and background is not None and not isinstance(background, Integral):
+            # A table's background rows are matched to its columns by name, then coded.
+            background = codec.encode(background, "background")
+        elif background is not None and not isinstance(background, Integral):
             background = self.layout_.flatten(background, "background") \
                 if np.ndim(background) > 2 else background
-        return draw_background(background, X, self.random_state)
+        return draw_background(background, X, self.random_state,
+                               allow_nan=codec is not None)
 
     def _output_target(self, layout, spec):
         """The index of the output a method explains, ``None`` for all of them: ``target``
@@ -215,16 +221,25 @@ class _SkorchEstimatorMixin:
         fill it with the stored weights of :meth:`_fitted_parts` (nothing by default)."""
 
     def _fit(self, X, y, black_box):
-        X, row_shape = flatten_rows(X)
-        X = validate_data(self, X, dtype=[np.float32, np.float64], ensure_min_samples=2)
+        codec = None
+        if is_table(X):
+            codec, row_shape = self._read_table(X), None
+            X = codec.encode(X)
+        else:
+            X, row_shape = flatten_rows(X)
+            X = validate_data(self, X, dtype=[np.float32, np.float64], ensure_min_samples=2)
         tokens = bool(self.tokens)
         layout = RowLayout.resolve(
             row_shape, X.shape[1], image_shape=self.image_shape, tokens=tokens,
             n_tokens=self._check_tokens(X, fitting=True) if tokens else None,
             groups=self.groups, patch_size=self.patch_size,
         )
-        masker = Masker(self.baseline, layout.groups, tokens=tokens).fit(X)
-        model, targets, spec = self._resolve_targets(X, y, black_box, row_shape, tokens)
+        if codec is None:
+            masker = Masker(self.baseline, layout.groups, tokens=tokens).fit(X)
+        else:
+            masker = TableMasker(codec, layout.groups).fit(X)
+        model, targets, spec = self._resolve_targets(X, y, black_box, row_shape, tokens,
+                                                     codec)
         spec = spec.select(self._output_target(layout, spec)).fitted(targets)
         _warn_if_constant(targets, spec, model)
         problem = Problem(layout, masker, spec, model)
@@ -250,6 +265,37 @@ class _SkorchEstimatorMixin:
             self._refine(problem, X, net_input, outputs)
             self._fit_judge_to_masks(X_scaled, net_input, targets)
         return self
+
+    def _read_table(self, X):
+        """The codec of a table given to ``fit`` (see :mod:`sk_sointer._table`), after
+        checking what a table allows; sets ``n_features_in_`` and ``feature_names_in_``."""
+        name = type(self).__name__
+        for param, what in (("tokens", "token ids"), ("image_shape", "images"),
+                            ("patch_size", "image patches")):
+            if getattr(self, param, None):
+                raise ValueError(f"{name} was given {param}={getattr(self, param)!r}, for "
+                                 f"{what}, and a table (a DataFrame with text, dates or empty "
+                                 f"cells): set {param} to its default for a table.")
+        baseline = getattr(self, "baseline", "mean")
+        if not (isinstance(baseline, str) and baseline == "mean"):
+            raise ValueError(
+                f"{name} was given baseline={baseline!r} and a table (a DataFrame with text, "
+                "dates or empty cells), whose left-out columns take their training mean "
+                "(numbers) or their most frequent value (text, categories, booleans): use "
+                "baseline='mean', or background= to fill them from training rows."
+            )
+        if len(X) < 2:
+            raise ValueError(f"{name} needs at least 2 rows of X to fit; got {len(X)}.")
+        if X.shape[1] == 0:
+            raise ValueError(f"{name} needs at least 1 column of X to fit; got 0.")
+        _check_feature_names(self, X, reset=True)
+        self.n_features_in_ = X.shape[1]
+        return TableCodec().fit(X)
+
+    @property
+    def _table_codec(self):
+        """The codec of the table ``fit`` was given, ``None`` for rows of numbers."""
+        return getattr(getattr(self, "masker_", None), "codec", None)
 
     def _check_tokens(self, X, fitting=False):
         """With ``tokens=True``: ``X`` must hold token ids, whole numbers from 0 (the
@@ -332,7 +378,7 @@ class _SkorchEstimatorMixin:
         ``n_features`` columns."""
         return X_scaled
 
-    def _resolve_targets(self, X, y, black_box, row_shape=None, tokens=False):
+    def _resolve_targets(self, X, y, black_box, row_shape=None, tokens=False, codec=None):
         name = type(self).__name__
         if black_box is not None and y is not None:
             raise ValueError(
@@ -345,6 +391,16 @@ class _SkorchEstimatorMixin:
         if model is not None:
             # The package works on flat rows; the model gets them in the shape fit got.
             model = as_black_box(model).with_row_shape(row_shape).with_token_ids(tokens)
+            if codec is not None:
+                if model.kind == "torch":
+                    raise ValueError(
+                        f"{name} was given a table (a DataFrame with text, dates or empty "
+                        "cells) and a torch module, which takes tensors of numbers: pass a "
+                        "model that takes the table's rows (a Pipeline with its encoder, or a "
+                        "function of a DataFrame), or encode the table and explain the module "
+                        "on numbers."
+                    )
+                model = model.with_table(codec)
             targets = in_chunks(model.predict, X)
             return model, targets, model.spec
         if y is None:
@@ -787,8 +843,7 @@ class BaseExplainer(
         """Feature-level masks of rows ``X``: the selector's, checked against the model and
         searched further where they fail; ``repair_report_`` records the search."""
         scores = self._explain_rows(X, self._scores_of, np.float32, outputs)
-        if self.masker_.groups_ is not None:  # every feature carries its group's score
-            scores = scores[:, np.unique(self.masker_.groups_, return_index=True)[1]]
+        scores = self.masker_.reduce_raw(scores)  # every feature carries its group's score
         group_masks = self._masks_from_scores(torch.from_numpy(scores.copy()))
         report = repair_masks(self._masked_value(), X, scores, group_masks, self.output_spec_,
                               self._check_k(), repair)
@@ -798,7 +853,7 @@ class BaseExplainer(
             n_queries=report.n_queries, queries_per_row=report.n_queries / max(n_rows, 1),
             holds=report.holds,
         )
-        return self.masker_.expand(group_masks)
+        return self.masker_.expand_raw(group_masks)
 
     def check(self, X, masks=None, *, tol=None):
         """Per row, whether the model keeps its answer on the row masked by its explanation.
@@ -858,6 +913,7 @@ class BaseExplainer(
         X = self._validate_transform_input(X)
         masks = _check_masks(self.layout_.flatten(masks, "masks"), X.shape)
         X_scaled = self.masker_.standardize(X)
+        masks = self.masker_.scaled_masks(masks)
         predict = lambda rows, kept: self.net_.predict_masked(  # noqa: E731
             torch.as_tensor(rows), torch.as_tensor(kept)
         ).float().cpu()
@@ -935,6 +991,9 @@ class BaseExplainer(
         """``X`` validated against the fit; ``finite=False`` leaves the finite check to
         :meth:`_explain_rows`, which checks the standardised rows anyway."""
         check_is_fitted(self)
+        codec = self._table_codec
+        if codec is not None:
+            return self._table_codes(X, codec)
         X = self.layout_.flatten(X)
         if not (finite or self.tokens) and self._validated_as_given(X):
             return X
@@ -943,6 +1002,15 @@ class BaseExplainer(
         if self.tokens:
             self._check_tokens(X)
         return X
+
+    def _table_codes(self, X, codec):
+        """The codes of a table's rows ``X`` (a DataFrame with the columns seen in fit,
+        matched by name, or rows of values in their order), at least one row."""
+        codes = codec.encode(X)
+        if len(codes) == 0:
+            raise ValueError(f"Found array with 0 sample(s) (shape={codes.shape}) while a "
+                             f"minimum of 1 is required by {type(self).__name__}.")
+        return codes
 
     def _validated_as_given(self, X):
         """Whether validation (without its finite check) would hand ``X`` back as it is: a
@@ -972,7 +1040,7 @@ class BaseExplainer(
         n_rows = X.shape[0]
         step = inference_chunk(device, X.shape[1])
         out = np.empty(X.shape, dtype=dtype)
-        buffer = np.empty((min(step, n_rows), X.shape[1]), dtype=np.float32)
+        buffer = np.empty((min(step, n_rows), self.masker_.n_encoded_features), dtype=np.float32)
         for start in range(0, n_rows, step):
             rows = X[start : start + step]
             chunk_out = out[start : start + len(rows)]
@@ -1021,22 +1089,23 @@ class BaseExplainer(
     def _scores_of(self, scores, out):
         """Feature-level scores from a chunk's per-group scores, written into ``out``."""
         if _explains_on_device(scores.device):  # expanded on the device, one copy out
-            torch.from_numpy(out).copy_(self.masker_.expand(scores.float()))
+            torch.from_numpy(out).copy_(self.masker_.expand_raw(scores.float()))
             return
-        out[...] = self.masker_.expand(scores.float().cpu().numpy())
+        out[...] = self.masker_.expand_raw(scores.float().cpu().numpy())
 
     def _masks_of(self, scores, out):
         """Feature-level 0/1 masks from a chunk's per-group scores, written into ``out``."""
-        direct = out if self.masker_.groups_ is None else None
+        direct = out if out.shape[-1] == self.masker_.n_groups_ and \
+            not self.masker_.raw_grouped else None
         group_masks = self._masks_from_scores(scores, out=direct)
         if group_masks is direct:
             return
         if isinstance(group_masks, torch.Tensor):
             # Made and expanded on the device, copied out as booleans (a quarter of the
             # bytes of float32), given out's dtype on the host.
-            np.copyto(out, self.masker_.expand(group_masks.bool()).cpu().numpy())
+            np.copyto(out, self.masker_.expand_raw(group_masks.bool()).cpu().numpy())
             return
-        out[...] = self.masker_.expand(group_masks)
+        out[...] = self.masker_.expand_raw(group_masks)
 
     def _masks_from_scores(self, scores, out=None):
         """0/1 masks over groups from a chunk of per-group scores (a tensor on the

@@ -19,6 +19,7 @@ from sklearn.base import is_classifier
 from sklearn.utils import get_tags
 
 from ._outputs import (  # noqa: F401 - check_outputs and output_agreement are used from here
+    PROBA_ATOL,
     OutputSpec,
     check_outputs,
     looks_like_proba,
@@ -70,6 +71,10 @@ class BlackBox:
         Whether the model takes token ids: rows are given to it as int64 (a torch module
         gets a ``LongTensor``). An explainer fitted with ``tokens=True`` sets it on its
         own copy (:meth:`with_token_ids`).
+    table : TableCodec or None
+        The codec of a table's cells: rows of codes are decoded into a frame in the table's
+        own columns and dtypes before every call. An explainer fitted on a table sets it on
+        its own copy (:meth:`with_table`).
     """
 
     def __init__(self, model, *, kind, output="auto"):
@@ -81,6 +86,7 @@ class BlackBox:
         self.n_features_in_ = None
         self.row_shape = None
         self.token_ids = False
+        self.table = None
 
     def __repr__(self):
         return f"BlackBox({self.model!r})"
@@ -89,6 +95,7 @@ class BlackBox:
         self.__dict__.update(state)
         self.__dict__.setdefault("row_shape", None)  # pickled before images were supported
         self.__dict__.setdefault("token_ids", False)
+        self.__dict__.setdefault("table", None)
 
     def with_row_shape(self, row_shape):
         """This black box (a copy when the shape changes) taking rows of shape ``row_shape``."""
@@ -140,7 +147,8 @@ class BlackBox:
         A scikit-learn style estimator gets float64 rows as they are; torch modules,
         callables and other rows get float32."""
         X = np.asarray(X)
-        if self.kind in ("torch", "callable") and not self.token_ids:  # ids: made int64 below
+        if self.kind in ("torch", "callable") and not self.token_ids and self.table is None:
+            # ids are made int64 below; a table's codes are decoded into a frame
             X = torch.as_tensor(np.asarray(X, dtype=np.float32))
         with torch.no_grad():
             return self(X).cpu().numpy()
@@ -175,7 +183,8 @@ class BlackBox:
         # An estimator fitted on float64 data with large-magnitude features (timestamps,
         # ids) answers differently on rows rounded to float32 (128 s apart near 1.7e9).
         # Callables keep float32: they may hand the rows to a float32 torch module.
-        if self.token_ids or (X.dtype == np.float64 and self.kind != "callable"):
+        if self.token_ids or self.table is not None or (
+                X.dtype == np.float64 and self.kind != "callable"):
             return X
         return X.astype(np.float32, copy=False)
 
@@ -203,7 +212,17 @@ class BlackBox:
                     part.training = training
         return out
 
+    def with_table(self, codec):
+        """This black box (a copy) taking a table's codes (:class:`~sk_sointer._table.
+        TableCodec`): the model gets them decoded, a frame in the table's own columns and
+        dtypes."""
+        black_box = copy.copy(self)
+        black_box.table = codec
+        return black_box
+
     def _frame(self, X):
+        if self.table is not None:
+            return self.table.decode(X)
         names = getattr(self.model, "feature_names_in_", None)
         if names is not None and X.ndim == 2 and len(names) == X.shape[1]:
             # Models fitted on DataFrames warn (or fail) when called with bare arrays.
@@ -240,9 +259,12 @@ class BlackBox:
                 "outputs are with as_black_box(..., output=...)."
             )
         if isinstance(out, torch.Tensor):
+            atol = _proba_atol(out.dtype)
             out = out.float()
         else:
+            _check_not_ragged(self.model, out, n_samples)
             try:
+                atol = _proba_atol(getattr(out, "dtype", None))
                 out = torch.as_tensor(np.asarray(out, dtype=np.float32))
             except (TypeError, ValueError) as exc:
                 labels = np.ndim(out) >= 1 and np.asarray(out).dtype.kind in "OUS"

@@ -77,7 +77,7 @@ class SOInterNet(SelectorJudgeNet):
         """The model's per-output distributions over values on the training rows ``index``
         with ``group_masks`` kept (:func:`model_states`)."""
         return model_states(self.black_box, self.masker, self.output_spec, self.rows[index],
-                            self.masker.expand(group_masks), fill=self.fill,
+                            self.masker.expand_raw(group_masks), fill=self.fill,
                             n_draws=self.n_draws, pool=self.rows)
 
     def model_codes(self, feature_masks):
@@ -87,9 +87,10 @@ class SOInterNet(SelectorJudgeNet):
         return self.output_spec.labels(outputs)
 
     def interpreter_masks(self, net_input, *, sample):
-        """Feature masks of the interpreter's top-k (``sample=False``) or of a Gumbel top-k
-        draw per row, for the rows the interpreter sees (``net_input``)."""
-        return self.masker.expand(self.group_masks(net_input, self.k, sample=sample))
+        """Masks over the rows' own features (those the model is asked on) of the
+        interpreter's top-k (``sample=False``) or of a Gumbel top-k draw per row, for the
+        rows the interpreter sees (``net_input``)."""
+        return self.masker.expand_raw(self.group_masks(net_input, self.k, sample=sample))
 
     def updates(self):
         # The energy network judges the interpreter in evaluation mode.

@@ -31,9 +31,9 @@ def energy_training_set(black_box, masker, spec, X, X_scaled, targets, *, n_mask
         # Seeded from torch's generator, which fit seeds.
         draws = random_masks(len(X), masker.n_groups_, k,
                              random_state=int(torch.randint(2**31 - 1, ())))
-        masks = masker.expand(draws)
-        rows.append(masker.mask(full, torch.as_tensor(masks), append_mask=append_mask).numpy())
-        proba.append(model_states(black_box, masker, spec, X, masks, fill=fill,
+        rows.append(masker.mask(full, torch.as_tensor(masker.expand(draws)),
+                                append_mask=append_mask).numpy())
+        proba.append(model_states(black_box, masker, spec, X, masker.expand_raw(draws), fill=fill,
                                   n_draws=n_draws, pool=X))
     return np.concatenate(rows), np.concatenate(proba)
 

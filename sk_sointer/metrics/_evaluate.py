@@ -473,8 +473,7 @@ def _curves(black_box, masker, rows, scores, n_steps, target=None, answers=None)
     ``scores`` of their features (a group's features carry the group's score)."""
     answers = model_answers(black_box, rows) if answers is None else answers
     scores = np.asarray(scores, dtype=np.float64).reshape(rows.shape)
-    if masker.groups_ is not None:  # read each group's score at its first feature
-        scores = scores[:, np.unique(masker.groups_, return_index=True)[1]]
+    scores = masker.reduce_raw(scores)  # each group's score, read at its first feature
     n_groups = scores.shape[1]
     if n_steps is None:
         n_steps = min(n_groups, 100)
@@ -487,7 +486,7 @@ def _curves(black_box, masker, rows, scores, n_steps, target=None, answers=None)
     np.put_along_axis(rank, order, np.broadcast_to(np.arange(n_groups), order.shape), axis=1)
 
     def agreement(kept):
-        masked = masker.mask_raw(rows, masker.expand(kept))
+        masked = masker.mask_raw(rows, masker.expand_raw(kept))
         return _agreement(black_box, rows, masked, target, answers)
 
     insertion = np.array([agreement(rank < j) for j in steps])
