@@ -358,15 +358,20 @@ def spec_of(kinds, widths, *, classes=None):
     return OutputSpec(tuple(kinds), blocks, classes=classes)
 
 
-def looks_like_proba(values):
-    """Whether every row of a 2-D array (2 columns or more) is a probability vector."""
+# How far from one a probability row of float32 (or wider) outputs may sum.
+PROBA_ATOL = 1e-3
+
+
+def looks_like_proba(values, atol=PROBA_ATOL):
+    """Whether every row of a 2-D array (2 columns or more) is a probability vector: in
+    [0, 1], summing to one within ``atol``."""
     values = np.asarray(values)
     return bool(
         values.ndim == 2
         and values.shape[1] > 1
         and values.min() >= 0
         and values.max() <= 1
-        and np.allclose(values.sum(axis=1), 1.0, atol=1e-3)
+        and np.allclose(values.sum(axis=1), 1.0, rtol=0.0, atol=atol)
     )
 
 
@@ -431,7 +436,20 @@ class OutputLoss(nn.Module):
         return output_loss(predicted, target, self.spec)
 
 
-def output_agreement(reference, other, spec, *, multioutput="uniform_average"):
+def kept_share(kept, answers, by_answer=False):
+    """The share of rows whose answer is ``kept`` (booleans, one per row), or with
+    ``by_answer`` its mean over the ``answers`` given (one per row): each answer's rows
+    weigh alike, as in balanced accuracy."""
+    kept = np.asarray(kept, dtype=np.float64)
+    if not by_answer or len(kept) == 0:
+        return float(kept.mean()) if len(kept) else np.nan
+    _, index = np.unique(np.asarray(answers), return_inverse=True)
+    index = index.ravel()
+    return float(np.mean(np.bincount(index, weights=kept) / np.bincount(index)))
+
+
+def output_agreement(reference, other, spec, *, multioutput="uniform_average",
+                     by_answer=False):
     """How well ``other`` outputs agree with ``reference`` outputs, per output: higher is better.
 
     A categorical output scores the fraction of rows with the same class (argmax), a
@@ -444,6 +462,9 @@ def output_agreement(reference, other, spec, *, multioutput="uniform_average"):
     spec : OutputSpec
     multioutput : {"uniform_average", "raw_values"}, default="uniform_average"
         Average over the outputs, or one score per output.
+    by_answer : bool, default=False
+        A discrete output scores the mean, over the answers of ``reference``, of the
+        fraction of their rows with the same answer (:func:`kept_share`).
     """
     reference = np.asarray(reference, dtype=np.float64)
     other = np.asarray(other, dtype=np.float64)
@@ -451,9 +472,11 @@ def output_agreement(reference, other, spec, *, multioutput="uniform_average"):
     for kind, (start, stop) in zip(spec.kinds, spec.blocks):
         ref, oth = reference[:, start:stop], other[:, start:stop]
         if kind == "categorical":
-            scores.append(np.mean(ref.argmax(axis=1) == oth.argmax(axis=1)))
+            answers = ref.argmax(axis=1)
+            scores.append(kept_share(answers == oth.argmax(axis=1), answers, by_answer))
         elif kind == "bernoulli":
-            scores.append(np.mean((ref[:, 0] > 0.5) == (oth[:, 0] > 0.5)))
+            answers = ref[:, 0] > 0.5
+            scores.append(kept_share(answers == (oth[:, 0] > 0.5), answers, by_answer))
         else:
             scores.append(r2_score(ref[:, 0], oth[:, 0]))
     scores = np.asarray(scores, dtype=np.float64)

@@ -855,6 +855,54 @@ class BaseExplainer(
         )
         return self.masker_.expand_raw(group_masks)
 
+    def reasons(self, X, masks=None):
+        """For each row, its kept columns ranked by what each does to the model's answer,
+        with the row's own value of each: reasons for a decision.
+
+        A kept column's ``effect`` is how much the model's answer moves when that column
+        alone is left out of the row (at the fill, or averaged over the background rows,
+        as :meth:`check` asks): for a classifier, the probability the model gives the
+        row's answer minus that probability with the column left out (positive: the row's
+        value pushed towards the answer, ``direction`` "for"; negative: "against"); for a
+        regressor, the answer minus the answer with the column left out ("raises" or
+        "lowers" it). Columns are ranked by the size of their effect, the largest first.
+        The model is asked ``k + 1`` times a row. Without a model (an explainer fitted on
+        outputs, or loaded without one), the kept columns are ranked by the selector's
+        scores, ``effect`` is NaN and ``by`` says "selector".
+
+        A mask's columns are those the model needs to keep its answer; a column left out
+        may still matter to the model (it moved the answer less than these, or only with
+        others), and an effect is the model's, not the world's: a reason says what the
+        model read, not what caused the outcome.
+
+        Parameters
+        ----------
+        X : DataFrame or array-like of shape (n_samples, n_features)
+        masks : array-like of shape (n_samples, n_features), default=None
+            The masks whose kept columns are ranked; by default this explainer's
+            (:meth:`transform`).
+
+        Returns
+        -------
+        reasons : DataFrame
+            One row per kept column of each row of ``X``: ``row`` (the row's label in
+            ``X``'s index, or its position), ``rank`` (1 the largest effect), ``column``
+            (its name, as ``get_feature_names_out`` gives it; the names joined by "+" for a
+            group of several), ``value`` (the row's value, as the table holds it; empty
+            cells are NaN), ``effect``, ``direction`` and ``by`` ("model" or "selector").
+        """
+        from ._reasons import reasons_frame
+
+        if masks is None:
+            masks = self.transform(X)
+        codes = self._validate_transform_input(X)
+        masks = _check_masks(self.layout_.flatten(masks, "masks"), codes.shape)
+        group_masks = self.masker_.reduce_raw(masks) > 0
+        scores = self.masker_.reduce_raw(self._explain_rows(codes, self._scores_of,
+                                                            np.float32))
+        value = self._masked_value() if self.black_box_ is not None else None
+        return reasons_frame(self, X, codes, group_masks, scores, value)
+
     def check(self, X, masks=None, *, tol=None):
         """Per row, whether the model keeps its answer on the row masked by its explanation.
 
@@ -924,10 +972,13 @@ class BaseExplainer(
 
         With a model at hand (``fit`` received one), this is post-hoc fidelity: the model
         on ``m(x, mask)`` (left-out features at the baseline) against the model on ``x``,
-        averaged over its outputs: for a categorical output, the fraction of rows with the
-        same predicted class (L2X's post-hoc accuracy), for a Bernoulli output (one label
-        of a multi-label model) the fraction with the same label, for a real output the
-        R². A classifier's answer is its own ``predict``, which may differ from the argmax
+        averaged over its outputs: for a categorical output (or a Bernoulli one, one label
+        of a multi-label model), the share of the rows of each answer the model gives on
+        ``X`` that keep it, averaged over those answers (as ``balanced_accuracy_score`` is
+        to accuracy: on a table where the model denies 8 % of applicants, the denials weigh
+        as much as the approvals, so that a search over ``k`` and ``tau`` sees them); for a
+        real output the R². The plain share of rows that keep their answer is
+        ``check(X).holds.mean()``. A classifier's answer is its own ``predict``, which may differ from the argmax
         of its ``predict_proba`` (``SVC(probability=True)``); models without one (torch
         modules, functions) answer with the argmax of their probabilities, or the side of
         0.5. The probabilities still drive training. Fitted on outputs only, the method's
@@ -952,11 +1003,11 @@ class BaseExplainer(
             # The model's answers averaged over the background rows, on x and on m(x, s).
             value = self._masked_value()
             scores = output_agreement(value.full(X), value.masked(X, masks.reshape(X.shape)),
-                                      spec, multioutput="raw_values")
+                                      spec, multioutput="raw_values", by_answer=True)
         elif self.black_box_ is not None:
             masks = masks.reshape(X.shape)
             scores = model_agreement(self.black_box_, X, self.masker_.mask_raw(X, masks),
-                                     multioutput="raw_values")
+                                     multioutput="raw_values", by_answer=True)
         elif y is None:
             raise ValueError(
                 f"This {type(self).__name__} has no black box (it was left out when the "
@@ -968,7 +1019,7 @@ class BaseExplainer(
         else:
             targets = spec.encode(y, X.shape[0])
             scores = output_agreement(targets, self.predict_masked(rows, masks), spec,
-                                      multioutput="raw_values")
+                                      multioutput="raw_values", by_answer=True)
         # An explainer of one output (SOInter's target) is judged on that output alone.
         return float(scores.mean() if spec.target is None else scores[spec.target])
 

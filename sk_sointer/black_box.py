@@ -19,6 +19,7 @@ from sklearn.base import is_classifier
 from sklearn.utils import get_tags
 
 from ._outputs import (  # noqa: F401 - check_outputs and output_agreement are used from here
+    kept_share,
     PROBA_ATOL,
     OutputSpec,
     check_outputs,
@@ -302,8 +303,8 @@ class BlackBox:
                 "need finite outputs."
             )
         if values and self.output in ("proba", "multilabel_proba"):
-            self._check_probabilities(out)
-        spec = self._infer_spec(out) if self.spec is None else self.spec
+            self._check_probabilities(out, atol)
+        spec = self._infer_spec(out, atol) if self.spec is None else self.spec
         if out.shape[1] != spec.n_columns:
             raise ValueError(
                 f"The black box returned {out.shape[1]} outputs per sample, but it returned "
@@ -312,7 +313,7 @@ class BlackBox:
         self.spec = spec
         return out
 
-    def _check_probabilities(self, out):
+    def _check_probabilities(self, out, atol=PROBA_ATOL):
         values = out.detach().cpu().numpy()
         if self.output == "multilabel_proba":
             if values.min() < 0 or values.max() > 1:
@@ -321,7 +322,7 @@ class BlackBox:
                     "but returned values outside [0, 1]; use output='multilabel_logits' for "
                     "logits."
                 )
-        elif not looks_like_proba(values):
+        elif not looks_like_proba(values, atol=atol):
             raise ValueError(
                 f"The black box {self.model!r} was declared with output='proba' but its rows "
                 "are not probability vectors (non-negative, summing to one); use "
@@ -362,7 +363,9 @@ class BlackBox:
             return [1] * proba.shape[1]
         return None
 
-    def _infer_spec(self, out):
+    def _infer_spec(self, out, atol=PROBA_ATOL):
+        """The outputs' spec; rows count as probabilities when they sum to one within
+        ``atol``, the rounding of the type the model answered in."""
         n_columns = out.shape[1]
         widths = getattr(self, "_widths", None)
         if self.kind == "classifier":
@@ -374,7 +377,7 @@ class BlackBox:
             return spec_of(["bernoulli"] * n_columns, [1] * n_columns)
         if self.output in ("proba", "logits") or (
             self.kind != "regressor" and self.output == "auto"
-            and looks_like_proba(out.detach().cpu().numpy())
+            and looks_like_proba(out.detach().cpu().numpy(), atol=atol)
         ):
             return spec_of(["categorical"], [n_columns])
         if self.kind == "torch" and self.output == "auto":
@@ -397,6 +400,34 @@ class BlackBox:
         if isinstance(classes, list) and len(classes) == n_outputs:
             return tuple(np.asarray(c) for c in classes)
         return None
+
+
+def _proba_atol(dtype):
+    """How far from one a probability row's sum may be in ``dtype``: a softmax computed
+    and rounded in a low-precision type (bfloat16's spacing near 1 is 2**-8) misses one
+    by about its spacing; float32 and wider keep the usual 1e-3."""
+    if isinstance(dtype, torch.dtype):
+        eps = torch.finfo(dtype).eps if dtype.is_floating_point else 0.0
+    else:
+        dtype = np.dtype(dtype) if dtype is not None else None
+        eps = np.finfo(dtype).eps if dtype is not None and dtype.kind == "f" else 0.0
+    return max(PROBA_ATOL, 2.0 * float(eps))
+
+
+def _check_not_ragged(model, out, n_samples):
+    """A one-line error for outputs whose rows differ in length (a list of lists), which
+    numpy refuses with a traceback of its own."""
+    if isinstance(out, np.ndarray) or not isinstance(out, (list, tuple)):
+        return
+    lengths = {len(row) if isinstance(row, (list, tuple, np.ndarray)) else None for row in out}
+    if len(lengths) > 1:
+        shown = sorted(lengths, key=lambda n: -1 if n is None else n)
+        raise ValueError(
+            f"The black box {model!r} returned rows of different lengths "
+            f"({', '.join('a number' if n is None else str(n) for n in shown)} values): it "
+            f"should return one row of outputs per sample, shape ({n_samples}, n_outputs), "
+            "every row as long."
+        )
 
 
 def as_black_box(model, *, output="auto"):
@@ -547,7 +578,8 @@ def model_answers(black_box, X):
     return "outputs", in_chunks(black_box.predict, X)
 
 
-def model_agreement(black_box, X, X_masked, *, multioutput="uniform_average", answers=None):
+def model_agreement(black_box, X, X_masked, *, multioutput="uniform_average", answers=None,
+                    by_answer=False):
     """How often the model keeps its answer when rows ``X`` become ``X_masked``.
 
     A classifier's answer is its own ``predict`` (per output, or per label of a
@@ -562,6 +594,10 @@ def model_agreement(black_box, X, X_masked, *, multioutput="uniform_average", an
     multioutput : {"uniform_average", "raw_values"}, default="uniform_average"
     answers : tuple, default=None
         :func:`model_answers` of ``X``, when computed already.
+    by_answer : bool, default=False
+        A discrete output's score is the mean, over the answers the model gives on ``X``,
+        of the fraction of their rows where it is unchanged (as balanced accuracy is to
+        accuracy), so that a rare answer weighs as much as a common one.
     """
     kind, reference = model_answers(black_box, X) if answers is None else answers
     if kind == "labels":
@@ -572,7 +608,9 @@ def model_agreement(black_box, X, X_masked, *, multioutput="uniform_average", an
                 f"{masked.shape} on masked rows, and of shape {reference.shape} on the rows "
                 "themselves; it should answer every row the same way."
             )
-        scores = np.mean(reference == masked, axis=0).astype(np.float64)
+        kept = reference == masked
+        scores = np.array([kept_share(kept[:, i], reference[:, i], by_answer)
+                           for i in range(kept.shape[1])], dtype=np.float64)
         if multioutput == "raw_values":
             return scores
         if multioutput != "uniform_average":
@@ -580,4 +618,5 @@ def model_agreement(black_box, X, X_masked, *, multioutput="uniform_average", an
                              f"got {multioutput!r}.")
         return float(scores.mean())
     masked = in_chunks(black_box.predict, X_masked)
-    return output_agreement(reference, masked, black_box.spec, multioutput=multioutput)
+    return output_agreement(reference, masked, black_box.spec, multioutput=multioutput,
+                            by_answer=by_answer)
