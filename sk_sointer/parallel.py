@@ -146,12 +146,17 @@ def dask_transform(explainer, X, *, method="transform", client=None, torch_threa
         # the explainer's validation would refuse them in every partition.
         other = {str(column): str(dtype) for column, dtype in X.dtypes.items()
                  if not pd.api.types.is_numeric_dtype(dtype)}
+        if explainer._table_codec is not None:  # a table's explainer reads any column
+            other, dtypes = {}, [np.float64]  # its masks of a table's codes are float64
+        else:
+            dtypes = X.dtypes
         if other:
             raise ValueError(
                 f"X should hold numbers only; its columns {other} (name: dtype) do not. "
-                "Encode them as numbers before explaining."
+                "Fit the explainer on the table itself (a pandas DataFrame of these "
+                "columns, with a model that takes it) to explain such columns."
             )
-        dtype = _output_dtype(X.dtypes, method)
+        dtype = _output_dtype(dtypes, method)
         meta = pd.DataFrame({column: pd.Series(dtype=dtype) for column in X.columns})
         return X.map_partitions(_explain_frame, _ship(explainer, client), method, torch_threads,
                                 dtype, meta=meta)

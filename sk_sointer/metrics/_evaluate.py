@@ -168,7 +168,13 @@ def evaluate(explanation, model=None, X=None, *, baseline=None, scores=None, ent
                 "one per feature): the fidelity of the same masks depends on it."
             )
         masks = explanation
-    rows, kept, row_shape = _rows_and_masks(X, masks, "selected")
+    codec = None if explainer is None else explainer._table_codec
+    if codec is not None:
+        # A table: the rows as the explainer codes them, one mask column per table column.
+        rows, row_shape = explainer._validate_transform_input(X), None
+        kept = _rows_and_masks(np.zeros(rows.shape), masks, "selected")[1]
+    else:
+        rows, kept, row_shape = _rows_and_masks(X, masks, "selected")
     if explainer is None:
         masker = Masker(baseline).fit(rows)
     black_box = _black_box(explainer, model, row_shape)
@@ -202,6 +208,9 @@ def evaluate(explanation, model=None, X=None, *, baseline=None, scores=None, ent
         reference = rows if X_reference is None else _reference_rows(X_reference, rows)
         if getattr(masker, "tokens", False):
             report.notes["road_kept"] = "token ids have no Gaussian to impute from"
+        elif codec is not None:
+            report.notes["road_kept"] = ("a table's text and category columns have no "
+                                         "Gaussian to impute from")
         elif len(reference) < 2:
             report.notes["road_kept"] = ("the imputation's Gaussian needs 2 rows at least: "
                                          "pass X_reference=")
@@ -217,6 +226,11 @@ def evaluate(explanation, model=None, X=None, *, baseline=None, scores=None, ent
             report.eacc = float(judged["eACC"])
         else:
             report.notes["eacc"] = "the evaluator judges real outputs, which have no accuracy"
+    if codec is not None:
+        for name in wanted & {"mask_change", "relative_input_stability"}:
+            report.notes[name] = ("a table's text and category columns cannot be moved by "
+                                  "Gaussian noise")
+        wanted = wanted - {"mask_change", "relative_input_stability"}
     if explainer is not None:
         _stability(report, wanted, explainer, model, X, masks, rows, row_shape, refit_seeds,
                    X_fit, noise, n_perturbations, rng)
@@ -278,7 +292,10 @@ class EvaluationReport(Bunch):
 
     def __repr__(self):
         lines = ["evaluate report"]
-        named = [name for name in ENTRIES if name in self]
+        # The rows holding by the model's answer first: a rare answer's share is where a
+        # table's explanation is read, and the overall share hides it.
+        first = [name for name in ("rows_holding_by_answer", "rows_holding") if name in self]
+        named = first + [name for name in ENTRIES if name in self and name not in first]
         others = [name for name in self if name not in named and name != "notes"]
         width = max((len(name) for name in [*named, *others]), default=0)
         for name in [*named, *others]:
@@ -320,7 +337,9 @@ def _wanted_entries(entries):
 
 def _black_box(explainer, model, row_shape):
     if model is not None:
-        return as_black_box(model).with_row_shape(row_shape)
+        black_box = as_black_box(model).with_row_shape(row_shape)
+        codec = None if explainer is None else explainer._table_codec
+        return black_box if codec is None else black_box.with_table(codec)
     if explainer is None:
         raise ValueError("evaluate needs the model to judge raw masks: pass model=.")
     if explainer.black_box_ is None:
@@ -463,7 +482,8 @@ def insertion_deletion_curves(explainer, X, *, model=None, n_steps=None):
     """
     check_is_fitted(explainer)
     black_box = _black_box(explainer, model, explainer.layout_.row_shape)
-    rows = _rows_and_masks(X, explainer.transform(X), "selected")[0]
+    rows = (explainer._validate_transform_input(X) if explainer._table_codec is not None
+            else _rows_and_masks(X, explainer.transform(X), "selected")[0])
     return Bunch(**_curves(black_box, explainer.masker_, rows, explainer.explain(X), n_steps,
                            explainer.output_spec_.target))
 

@@ -274,7 +274,12 @@ class EvalXEvaluator(_SkorchEstimatorMixin, BaseEstimator):
 
     def _check_masked_input(self, X, masks):
         check_is_fitted(self)
-        X = validate_data(self, self.layout_.flatten(X), dtype=[np.float32, np.float64], reset=False)
+        codec = self._table_codec
+        if codec is not None:  # a table: its rows as codes, matched to its columns by name
+            X = codec.encode(X)
+        else:
+            X = validate_data(self, self.layout_.flatten(X), dtype=[np.float32, np.float64],
+                              reset=False)
         return X, _check_masks(self.layout_.flatten(masks, "masks"), X.shape)
 
     def _raw_masked(self, X, masks):
@@ -288,7 +293,7 @@ class EvalXEvaluator(_SkorchEstimatorMixin, BaseEstimator):
                 return net.judge_raw(torch.as_tensor(rows).to(device),
                                      torch.as_tensor(kept).to(device)).float().cpu()
 
-        return in_chunks(raw, self.masker_.standardize(X), masks)
+        return in_chunks(raw, self.masker_.standardize(X), self.masker_.scaled_masks(masks))
 
     def _reference(self, X, y):
         """Reference outputs on ``X`` in the output spec's columns, float32."""
