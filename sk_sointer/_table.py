@@ -313,7 +313,8 @@ class TableCodec:
 
     def fill_codes(self, codes):
         """Per column, the code of the value a left-out column takes: a number's (a date's)
-        training mean, the most frequent value of a text, category or boolean column."""
+        training mean (rounded for whole numbers), the most frequent value of a text,
+        category or boolean column."""
         fill = np.empty(self.n_columns, dtype=np.float64)
         for j, kind in enumerate(self.kinds_):
             if kind in (CATEGORY, BOOLEAN):
@@ -322,6 +323,10 @@ class TableCodec:
                 column = codes[:, j]
                 finite = column[np.isfinite(column)]
                 fill[j] = finite.mean(dtype=np.float64) if finite.size else np.nan
+                if self.dtypes_[j].lower().startswith(("int", "uint")) or kind != NUMBER:
+                    # A whole-number column (a count, an age; dates in ns) is filled with a
+                    # whole number, which keeps its dtype.
+                    fill[j] = np.round(fill[j])
         return fill
 
     def cell_texts(self, codes):
