@@ -42,7 +42,9 @@ def encoded_groups(encoder, X):
     ------
     ValueError
         When an output moves with two columns of ``X`` (interactions, such as
-        ``PolynomialFeatures``' products): it belongs to no single column.
+        ``PolynomialFeatures``' products): it belongs to no single column. When an output
+        changes between two calls on the same rows (a random encoder), or the output is not
+        a table with one row per row of ``X``.
 
     Examples
     --------
@@ -67,10 +69,20 @@ def encoded_groups(encoder, X):
     if table.n_rows < 2:
         raise ValueError(f"X should have at least 2 rows to move values between; got "
                          f"{table.n_rows}.")
-    encoded = _numeric_output(encoder.transform(X))
+    encoded = _numeric_output(encoder.transform(X), table.n_rows)
+    # An output that moves on its own would be blamed on the first column shifted.
+    noisy = np.flatnonzero(_moved_outputs(encoded, _numeric_output(encoder.transform(X),
+                                                                   table.n_rows)))
+    if noisy.size:
+        raise ValueError(
+            f"The encoder's outputs {noisy[:5].tolist()}{'...' if noisy.size > 5 else ''} change "
+            "between two calls on the same rows of X (noise, sampling): its features cannot be "
+            "traced to columns. Fix its randomness (random_state) or leave the random step out."
+        )
     groups = np.full(encoded.shape[1], -1)
     for j in range(table.n_columns):
-        moved = _moved_outputs(encoded, _numeric_output(encoder.transform(table.shifted(j))))
+        moved = _moved_outputs(encoded, _numeric_output(encoder.transform(table.shifted(j)),
+                                                        table.n_rows))
         shared = moved & (groups >= 0)
         if shared.any():
             i = int(np.flatnonzero(shared)[0])
@@ -114,13 +126,21 @@ class _Table:
         return moved
 
 
-def _numeric_output(Z):
+def _numeric_output(Z, n_rows):
+    """The encoder's output as a float table of ``n_rows`` rows, else a one-line error."""
     Z = Z.toarray() if sp.issparse(Z) else Z
     try:
-        return np.asarray(Z, dtype=np.float64)
+        Z = np.asarray(Z, dtype=np.float64)
     except (TypeError, ValueError):
         raise ValueError("The encoder's output should be numbers (the model's input); got "
-                         f"values of dtype {np.asarray(Z).dtype}.") from None
+                         f"values of type {type(Z).__name__} that are not.") from None
+    if Z.ndim != 2 or len(Z) != n_rows:
+        raise ValueError(
+            f"The encoder's output should be a table, one row per row of X ({n_rows}, "
+            f"n_features); got shape {Z.shape}. Pass the transformer whose output is the "
+            "model's input: for a pipeline pipe, pipe[:-1]."
+        )
+    return Z
 
 
 def _moved_outputs(before, after):
