@@ -2,8 +2,9 @@
 
 Only the safetensors header (tensor names, shapes and dtypes) and the JSON document in its
 metadata are read, by the same :func:`sk_sointer._persist.read_header` that ``load`` starts
-with: no estimator and no torch module is built and no tensor data is read, so a file from
-anyone can be looked at before it is loaded.
+with, and its fitted attributes are checked as ``load`` checks them: no estimator and
+no torch module is built and no tensor data is read, so a file from anyone can be
+looked at before it is loaded, and a file that ``load`` refuses is refused in its words.
 """
 
 import json
@@ -33,8 +34,12 @@ _BLACK_BOX_NOTE = ("not stored (a file never holds one): pass the model to "
 def _run_inspect(args):
     summary = describe(args.file)
     # JSON escapes control characters (ensure_ascii) and has no NaN; the text escapes them.
-    print(json.dumps(_finite(summary), indent=2, allow_nan=False) if args.json
-          else _text(summary))
+    try:
+        text = (json.dumps(_finite(summary), indent=2, allow_nan=False) if args.json
+                else _text(summary))
+    except _MALFORMED as exc:
+        raise _malformed(summary["file"], exc) from None
+    print(text)
     return 0
 
 
@@ -62,17 +67,32 @@ def printable(text):
 def describe(path):
     """The summary of a saved estimator as a JSON-ready dict, from its header alone."""
     from .. import _persist
+    from .._persist._checks import _checked_attributes
+    from .._persist._values import _decode_object
 
     try:
         path, doc, header = _persist.read_header(path)
         cls = _persist._class_named(doc.get("class"))
+        # The fitted attributes as load checks them, without building the estimator: what
+        # load refuses there, inspect refuses in the same words.
+        tokens = _decode_object(doc.get("params"), "parameters").get("tokens")
+        _checked_attributes(doc, cls, tokens, header)
     except (OSError, ValueError, TypeError) as exc:
         raise _InputError(_one_line(str(exc))) from None
     try:
         return _summary(path, doc, header, cls)
-    except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
-        raise _InputError(f"cannot inspect {path!r}: its sk_sointer document is malformed "
-                          f"({type(exc).__name__}: {_one_line(str(exc))}).") from None
+    except _MALFORMED as exc:
+        raise _malformed(path, exc) from None
+
+
+# What a document that the checks above let through may still hold that the summary cannot
+# read or write.
+_MALFORMED = (TypeError, ValueError, KeyError, AttributeError, IndexError)
+
+
+def _malformed(path, exc):
+    return _InputError(f"cannot inspect {path!r}: its sk_sointer document is malformed "
+                       f"({type(exc).__name__}: {_one_line(str(exc))}).")
 
 
 def _summary(path, doc, header, cls):

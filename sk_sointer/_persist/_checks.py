@@ -2,8 +2,13 @@
 parameters, its fitted attributes against the tensors' shapes, the stored arrays, the
 tensors against the networks its parameters build, and the black box given to load."""
 
+import dis
+import functools
+import inspect
 import math
 import re
+import sys
+import types
 
 import numpy as np
 
@@ -11,7 +16,7 @@ from .._masking import Masker
 from .._utils import resolve_device
 from ..base import _SkorchEstimatorMixin
 from ..black_box import as_black_box
-from ._format import _HEADER_DTYPES, _STRUCTURED
+from ._format import _HEADER_DTYPES, _LAYOUT_ATTRIBUTES, _STRUCTURED
 from ._values import _decode_object
 
 _ATTRIBUTE_NAME = re.compile(r"[a-z][a-z0-9_]*_\Z")
@@ -88,15 +93,59 @@ def _with_params(cls, params):
     return estimator
 
 
+@functools.lru_cache(maxsize=None)
+def _assigned_names(cls):
+    """The fitted attributes an estimator of ``cls`` can have: every public name ending in
+    ``_`` that the code of the modules defining ``cls`` and its bases assigns as an
+    attribute (``self.k_ = ...``), read from the bytecode, those that scikit-learn's
+    ``validate_data`` sets and the layout's. A file naming another would set it on the
+    estimator."""
+    names = {"n_features_in_", "feature_names_in_", *_LAYOUT_ATTRIBUTES}
+    modules = {sys.modules[base.__module__] for base in cls.__mro__
+               if base.__module__.split(".")[0] == __name__.split(".")[0]}
+    codes = [obj.__code__ for module in modules for obj in _functions(module)]
+    while codes:
+        code = codes.pop()
+        codes.extend(const for const in code.co_consts if isinstance(const, types.CodeType))
+        names.update(instruction.argval for instruction in dis.get_instructions(code)
+                     if instruction.opname == "STORE_ATTR" and _is_fitted_attribute(
+                         instruction.argval))
+    return frozenset(names)
+
+
+def _functions(module):
+    """The functions defined in ``module``, at its top level and in its classes."""
+    for obj in vars(module).values():
+        if inspect.isfunction(obj) and obj.__module__ == module.__name__:
+            yield inspect.unwrap(obj)
+        elif inspect.isclass(obj) and obj.__module__ == module.__name__:
+            for member in vars(obj).values():
+                member = getattr(member, "__func__", member)  # static and class methods
+                if isinstance(member, property):
+                    yield from (f for f in (member.fget, member.fset) if f is not None)
+                elif inspect.isfunction(member):
+                    yield inspect.unwrap(member)  # fit under @_fit_context
+
+
 def _attributes(doc, estimator, header):
     """The fitted attributes, each checked against the class and the tensors' shapes."""
+    return _checked_attributes(doc, type(estimator), estimator.tokens, header)
+
+
+def _checked_attributes(doc, cls, tokens, header):
+    """:func:`_attributes` of an estimator of class ``cls`` with the parameter ``tokens``,
+    read without building one (``inspect`` checks a file so)."""
     attributes = _decode_object(doc.get("attributes"), "fitted attributes")
     for name in attributes:
         if not _ATTRIBUTE_NAME.match(name) or name in _STRUCTURED:
             raise ValueError(f"The file holds an invalid fitted attribute name {name!r}.")
-    name = type(estimator).__name__
+    name = cls.__name__
+    unknown = sorted(set(attributes) - _assigned_names(cls))
+    if unknown:
+        raise ValueError(f"The file holds fitted attributes {_some(unknown)} that a {name} "
+                         "does not have; sk_sointer.save writes only the estimator's own.")
     required = [*_COMMON_ATTRIBUTES, *_CLASS_ATTRIBUTES.get(name, ())]
-    if hasattr(estimator, "_masks_from_scores"):  # an explainer: its masks need k_
+    if hasattr(cls, "_masks_from_scores"):  # an explainer: its masks need k_
         required += _EXPLAINER_ATTRIBUTES
     missing = sorted(set(required) - set(attributes))
     if missing:
@@ -121,11 +170,11 @@ def _attributes(doc, estimator, header):
         raise ValueError(f"The file's image_shape_={image_shape!r} does not hold "
                          f"n_features_in_={n_features} values.")
     n_tokens = attributes["n_tokens_"]
-    if bool(estimator.tokens) != (n_tokens is not None) or (
+    if bool(tokens) != (n_tokens is not None) or (
         n_tokens is not None and (not _is_int(n_tokens) or n_tokens < 1)
     ):
         raise ValueError(f"The file's n_tokens_={n_tokens!r} does not match tokens="
-                         f"{estimator.tokens!r}.")
+                         f"{tokens!r}.")
     k = attributes.get("k_")
     if k is not None and (not _is_int(k) or not 1 <= k <= n_features):
         raise ValueError(f"The file's k_={k!r} should be None or an int in [1, "

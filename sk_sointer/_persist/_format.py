@@ -24,6 +24,11 @@ _STRUCTURED = ("net_", "masker_", "output_spec_", "black_box_", "layout_", "ener
 _LAYOUT_ATTRIBUTES = {"row_shape_": "row_shape", "image_shape_": "image_shape",
                       "n_tokens_": "n_tokens"}
 
+# The keys of the JSON document that save writes ("output_config" only after set_output);
+# load reads these and refuses a document with others, which nothing would read.
+_DOCUMENT_KEYS = ("format_version", "sk_sointer_version", "class", "params", "attributes",
+                  "net", "masker", "output_spec", "output_config")
+
 # The JSON document's nesting: what save writes is a few levels deep.
 _MAX_DEPTH = 32
 
@@ -151,7 +156,20 @@ def _read_document(path):
             f"{FORMAT_VERSION} that sk_sointer {__version__} reads; upgrade sk_sointer "
             "to load it."
         )
+    unknown = sorted(set(doc) - set(_DOCUMENT_KEYS))
+    if unknown:
+        shown = ", ".join(repr(_short(key)) for key in unknown[:5])
+        raise ValueError(
+            f"The sk_sointer metadata of {path} holds the keys [{shown}"
+            f"{', ...' if len(unknown) > 5 else ''}] that sk_sointer.save does not write; "
+            f"it writes {', '.join(_DOCUMENT_KEYS)}."
+        )
     return doc, header
+
+
+def _short(key):
+    """A key of the document cut to 40 characters: it comes from the file."""
+    return key if len(key) <= 40 else key[:40] + "..."
 
 
 def _array_budget(n_chars):

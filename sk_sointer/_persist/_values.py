@@ -132,12 +132,17 @@ def _decode_object(obj, where):
 
 def _decode_array(obj, where):
     try:
-        dtype = np.dtype(obj["dtype"])
-        shape = tuple(int(size) for size in obj["shape"])
+        dtype = np.dtype(obj["dtype"]) if isinstance(obj["dtype"], str) else None
     except (TypeError, ValueError):
         dtype = None
     if dtype is None or dtype.kind not in "biufUO" or dtype.fields is not None:
         raise ValueError(f"The file's {where} hold an array of unknown dtype {obj['dtype']!r}.")
+    shape = obj["shape"]
+    if not isinstance(shape, list) or not all(
+            isinstance(size, int) and not isinstance(size, bool) for size in shape):
+        raise ValueError(f"The file's {where} hold an array of shape {shape!r}; a shape is a "
+                         "list of whole numbers, such as [3] or [2, 4].")
+    shape = tuple(shape)
     items = obj["ndarray"]
     if not isinstance(items, list) or not all(
         isinstance(item, (str, bool, int, float)) for item in items
