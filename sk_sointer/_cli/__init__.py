@@ -18,8 +18,10 @@ one JSON object::
 Exit status: 2 for bad input (options, files, parameter names and values: whatever the
 CLI's or the estimator's validation rejects), with a one-line message on stderr and never a
 traceback; 1 when the user's model raises, with one line naming the model and its error
-(the traceback too with ``--debug``). The CSV files are read and written with the standard
-library, so pandas is not needed.
+(the traceback too with ``--debug``). Warnings print once each as one line on stderr.
+A CSV file of numbers is read with the standard library; one that a model taking a
+DataFrame (a Pipeline with its encoder) is given, with pandas: its text and empty cells as
+``pandas.read_csv`` reads them, the masks (and ``--reasons``) under the table's header.
 """
 
 import argparse
@@ -28,7 +30,7 @@ import math
 import sys
 import traceback
 
-from ._common import _HELP_DEFAULTS, _InputError, _ModelError
+from ._common import _HELP_DEFAULTS, _InputError, _ModelError, _one_line_warnings
 from .demo import _DEMO_MIN_ROWS, _DEMO_SETS, _STRUCTURED_SETS, _run_demo
 from .explain import _run_explain
 from .inspect import _run_inspect, printable
@@ -185,13 +187,19 @@ def _build_parser():
     explain = commands.add_parser(
         "explain", parents=[common],
         help="explain a saved model on the rows of a CSV file",
-        description="Fit an explainer to a joblib-saved model on the rows of a numeric CSV "
-        "file (or load a saved one with --explainer) and write one 0/1 mask per row to "
-        "another CSV file. Loading a joblib file runs code from it: only load files you "
+        description="Fit an explainer to a joblib-saved model on the rows of a CSV file (or "
+        "load a saved one with --explainer) and write one 0/1 mask per row to another CSV "
+        "file, under the file's header. A model that takes a DataFrame (a Pipeline or "
+        "ColumnTransformer, an estimator fitted on one), or a file with text or empty cells "
+        "that the model answers on, is given the table as pandas.read_csv reads it (text, "
+        "empty cells), and the masks select among its columns; other files are read as "
+        "numbers. Loading a joblib file runs code from it: only load files you "
         "trust. Exit status: 2 for bad input, 1 when the model itself raises.",
     )
     explain.add_argument("model", metavar="MODEL.joblib", help="fitted model saved with joblib")
-    explain.add_argument("data", metavar="DATA.csv", help="numeric features, one row per sample")
+    explain.add_argument("data", metavar="DATA.csv",
+                         help="one row per sample: numbers, or a table (text, empty cells) "
+                         "for a model that takes a DataFrame")
     explain.add_argument("-k", "--k", type=int, default=None,
                          help="features selected per row (default: the method's own: "
                          + _k_defaults_help() + ")")
@@ -199,9 +207,16 @@ def _build_parser():
     explain.add_argument("--scores", default=None, metavar="SCORES.csv",
                          help="also write the real-valued scores behind the masks (higher "
                          "means more relied on), laid out like the masks")
+    explain.add_argument("--reasons", default=None, metavar="REASONS.csv",
+                         help="also write each row's kept columns ranked by how much "
+                         "leaving each out alone moves the model's answer, with the row's "
+                         "value and the direction (columns row, rank, column, value, effect, "
+                         "direction, by; k + 1 model queries a row)")
     explain.add_argument("--baseline", type=_baseline, default=None,
                          help="value of a left-out feature: mean (the column's mean over the "
-                         "fit rows), zero, or a number (default: mean)")
+                         "fit rows), zero, or a number (default: mean). A table's left-out "
+                         "columns take their mean (numbers) or most frequent value (text) "
+                         "and refuse the others")
     explain.add_argument("--fit-rows", type=_positive_int, default=None,
                          help="fit on N rows drawn at random (seeded by --random-state); "
                          "every row is still explained (default: all rows)")
@@ -222,7 +237,8 @@ def _build_parser():
                         default=None, help="the first row holds column names")
     header.add_argument("--no-header", dest="header", action="store_const", const=False,
                         help="the first row is data. Default: detect. The first row is a "
-                        "header when some cell is not a number, or when its numbers differ "
+                        "header when the model was fitted on named columns, when some cell is "
+                        "not a number, or when its numbers differ "
                         "in kind from the rows below: consecutive integers (0,1,2,...; "
                         "2019,2020,...) where no row below is such a run, or integers where "
                         "every column below holds fractions. A note on stderr says how a "
@@ -267,7 +283,8 @@ def main(argv=None):
 
         torch.set_num_threads(args.threads)
     try:
-        return args.handler(args)
+        with _one_line_warnings(args.command):
+            return args.handler(args)
     except _InputError as exc:
         print(printable(f"sk_sointer {args.command}: error: {exc}"), file=sys.stderr)
         return 2

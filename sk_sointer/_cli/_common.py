@@ -1,5 +1,9 @@
-"""What the commands share: errors, the methods, building an explainer from options, the
-random masks' reference."""
+"""What the commands share: errors, warnings, the methods, building an explainer from
+options, the random masks' reference."""
+
+import contextlib
+import sys
+import warnings
 
 import numpy as np
 
@@ -74,6 +78,26 @@ class _Blamed:
 
 def _one_line(text):
     return " ".join(text.split())
+
+
+@contextlib.contextmanager
+def _one_line_warnings(command):
+    """Print every warning raised inside as one line on stderr, ``sk_sointer COMMAND:
+    warning: MESSAGE``, once per message: a user of the command line reads what to do, not
+    the source line of the library (or of scikit-learn, pandas) that warned. Filters set
+    inside still apply."""
+    seen = set()
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        text = _one_line(str(message))
+        if text in seen:
+            return
+        seen.add(text)
+        print(f"sk_sointer {command}: warning: {text}", file=sys.stderr)
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        yield
 
 
 # The explainers the CLI can use: --method's name -> the class's public name. New methods
@@ -247,16 +271,17 @@ def _random_mask_fidelity(black_box, X, counts, baseline, seed, target=None):
                             multioutput="raw_values")[target]
 
 
-def _random_label(counts):
+def _random_label(counts, unit="features"):
     if len(np.unique(counts)) == 1:
-        return f"random {int(counts[0])}-feature masks"
-    return "random masks with as many features per row"
+        return f"random {int(counts[0])}-{unit[:-1]} masks"
+    return f"random masks with as many {unit} per row"
 
 
-def _per_row(counts, n_features):
+def _per_row(counts, n_features, unit="features"):
+    """``unit`` is "features" for rows of numbers, "columns" for a table's."""
     if len(np.unique(counts)) == 1:
-        return f"{int(counts[0])} of {n_features} features per row"
-    return f"{counts.mean():.1f} of {n_features} features per row on average"
+        return f"{int(counts[0])} of {n_features} {unit} per row"
+    return f"{counts.mean():.1f} of {n_features} {unit} per row on average"
 
 
 def _k_text(explainer, k):

@@ -27,12 +27,19 @@ def _run_explain(args):
                               "loads an explainer fitted already.")
     else:
         method, cls = _method(args.method)
-    for path in (args.out, args.scores, args.save_explainer):
+    for path in (args.out, args.scores, args.reasons, args.save_explainer):
         _check_folder(path)
     model = _load_model(args.model)
-    names, X = _read_csv(args.data, header=args.header)
+    names, X, table = _read_data(args.data, model, args.header, args.model)
     n_rows, n_features = X.shape
     _check_model_fits_data(model, names, n_features, args.data)
+    if table and args.baseline not in (None, "mean"):
+        raise _InputError(
+            f"--baseline {args.baseline} fills numbers only, and {args.data!r} is read as a "
+            "table (text or empty cells, or a model that takes a DataFrame), whose left-out "
+            "columns take their training mean (numbers) or most frequent value (text): leave "
+            "--baseline out."
+        )
     black_box = _user_black_box(model, args.model)
 
     if loading:
@@ -45,7 +52,7 @@ def _run_explain(args):
         explainer = _build_explainer(method, cls, args, n_features=n_features, k=k,
                                      baseline=args.baseline, verbose=1)
         rows = _fit_rows(n_rows, args.fit_rows, args.random_state)
-    X_fit = X if rows is None else X[rows]
+    X_fit = X if rows is None else _take(X, rows)
 
     with warnings.catch_warnings():
         # Column names were checked against the model's above.
@@ -56,24 +63,30 @@ def _run_explain(args):
             except (TypeError, ValueError) as exc:
                 raise _InputError(f"could not fit the explainer to {args.model}: "
                                   f"{_one_line(str(exc))}") from None
-            if names is not None:
+            if names is not None and not table:
                 # As a fit on a frame with these columns sets it: the names are saved
-                # with the explainer and shown by inspect (the CLI reads no frames).
+                # with the explainer and shown by inspect (rows of numbers are read as an
+                # array).
                 explainer.feature_names_in_ = np.asarray(names, dtype=object)
             if args.save_explainer is not None:
                 _save_explainer(explainer, args.save_explainer)
         try:
             if args.repair:
                 explainer.set_params(repair="model")
-            masks = explainer.transform(X)
+            masks = np.asarray(explainer.transform(X))
             holds = _holds(explainer, X, masks, args)
             by_answer = None if holds is None else _holding_by_answer(explainer, X, holds)
             scores = None if args.scores is None else explainer.explain(X)
+            reasons = None if args.reasons is None else explainer.reasons(X, masks)
             fidelity = explainer.score(X_fit)
             fit_counts = masks.sum(axis=1) if rows is None else masks[rows].sum(axis=1)
-            chance = _random_mask_fidelity(black_box, X_fit, fit_counts,
-                                           explainer.masker_.baseline_, args.random_state,
-                                           target=explainer.output_spec_.target)
+            if table:
+                chance = _random_table_fidelity(explainer, X_fit, fit_counts,
+                                                args.random_state)
+            else:
+                chance = _random_mask_fidelity(black_box, X_fit, fit_counts,
+                                               explainer.masker_.baseline_, args.random_state,
+                                               target=explainer.output_spec_.target)
         except (TypeError, ValueError) as exc:
             # The model's answers on masked rows are checked as in fit (finite, one row per
             # row, the same width): an answer that fails is bad input, as it is in fit.
@@ -85,13 +98,11 @@ def _run_explain(args):
         written = np.column_stack([written, holds.astype(np.int8)])
     header = names if names is None or holds is None else [*names, "holds"]
     _write_rows(args.out, header, written, "masks")
-    wrote = f"Wrote {n_rows:,} masks ({_per_row(masks.sum(axis=1), n_features)}) to {args.out}"
+    unit = "columns" if table else "features"
+    wrote = (f"Wrote {n_rows:,} masks ({_per_row(masks.sum(axis=1), n_features, unit)}) to "
+             f"{args.out}")
     if holds is not None:
-        wrote += (f", with a column 'holds': the model keeps its answer on "
-                  f"{holds.mean():.1%} of the masked rows")
-        if by_answer is not None:
-            wrote += " (by its answer on the full row: " + ", ".join(
-                f"{label} {share:.1%}" for label, share in by_answer.items()) + ")"
+        wrote += ", with a column 'holds': " + _holding_text(holds, by_answer, table)
         report = getattr(explainer, "repair_report_", None) if args.repair else None
         if report is not None:
             wrote += (f" ({report.n_repaired:,} of the {report.n_failed:,} rows that failed "
@@ -100,10 +111,27 @@ def _run_explain(args):
         # The shortest text that reads back as the same float32.
         _write_rows(args.scores, names, scores.astype(str), "scores")
         wrote += f" and their scores to {args.scores}"
+    if reasons is not None:
+        _write_frame(args.reasons, reasons)
+        wrote += f"; {len(reasons):,} reasons to {args.reasons}"
     where = f"the {n_rows:,} rows" if loading else f"the {len(X_fit):,} fit rows"
     print(f"{wrote}; fidelity on {where}: {fidelity:.3f} (higher is better; "
-          f"{_random_label(fit_counts)}: {chance:.3f}).")
+          f"{_random_label(fit_counts, unit)}: {chance:.3f}).")
     return 0
+
+
+def _holding_text(holds, by_answer, table):
+    """The rows whose mask keeps the model's answer. On a table, by the model's answer
+    first: where one answer is rare, the share over all rows says little of its rows."""
+    if by_answer is None:
+        return f"the model keeps its answer on {holds.mean():.1%} of the masked rows"
+    shares = ", ".join(f"{label} {share:.1%}" for label, share in by_answer.items())
+    if table:
+        shares = " and ".join(f"{label} {share:.1%}" for label, share in by_answer.items())
+        return (f"by the model's answer on the full row, {shares} of the masked rows keep "
+                f"it ({holds.mean():.1%} of all rows)")
+    return (f"the model keeps its answer on {holds.mean():.1%} of the masked rows (by its "
+            f"answer on the full row: {shares})")
 
 
 def _holds(explainer, X, masks, args):
@@ -125,7 +153,35 @@ def _holding_by_answer(explainer, X, holds):
     black_box = explainer.black_box_
     if black_box.spec.kinds != ("categorical",) or black_box.spec.n_columns > 6:
         return None
-    return by_answer(black_box.spec, model_answers(black_box, X), holds)
+    return by_answer(black_box.spec, model_answers(black_box, _model_rows(explainer, X)),
+                     holds)
+
+
+def _model_rows(explainer, X):
+    """``X`` as the fitted black box takes it: a table's rows as their cells' codes (the
+    black box decodes them into a frame for the model), other rows as they are."""
+    codec = getattr(explainer.masker_, "codec", None)
+    return X if codec is None else codec.encode(X)
+
+
+def _random_table_fidelity(explainer, X, counts, seed):
+    """The fidelity of random masks keeping as many columns per row as the explanations,
+    scored as the explainer's ``score`` is (by the model's answer for a classifier), the
+    left-out columns filled as the explainer fills them."""
+    from ..black_box import model_agreement
+    from ..metrics import random_masks
+
+    codes = _model_rows(explainer, X)
+    masks = random_masks(len(counts), codes.shape[1], counts, random_state=seed)
+    scores = model_agreement(explainer.black_box_, codes,
+                             explainer.masker_.mask_raw(codes, masks),
+                             multioutput="raw_values", by_answer=True)
+    target = explainer.output_spec_.target
+    return float(scores.mean() if target is None else scores[target])
+
+
+def _take(X, rows):
+    return X.iloc[rows] if hasattr(X, "iloc") else X[rows]
 
 
 def _explain_k(method, cls, k, n_features, data_path, grouped):
@@ -173,7 +229,8 @@ def _save_explainer(explainer, path):
         save(explainer, path)
     except Exception as exc:  # noqa: BLE001 - the file format's writer has errors of its own
         raise _InputError(
-            f"cannot save the explainer to {path!r} ({type(exc).__name__}: {_one_line(str(exc))})."
+            f"cannot save the explainer to {path!r} ({type(exc).__name__}: "
+            f"{_one_line(str(exc))}); leave --save-explainer out to explain without saving it."
         ) from None
 
 
@@ -242,21 +299,47 @@ def _load_model(path):
 
 
 def _check_model_fits_data(model, names, n_features, data_path):
+    model_names = getattr(model, "feature_names_in_", None)
+    if model_names is not None and names is not None:
+        model_names = [str(name) for name in model_names]
+        missing = [name for name in model_names if name not in names]
+        extra = [name for name in names if name not in model_names]
+        if missing or extra:
+            parts = []
+            if missing:
+                parts.append(f"lacks the model's column{'s' * (len(missing) > 1)} "
+                             + _names_text(missing))
+            if extra:
+                parts.append(("has columns" if len(extra) > 1 else "has a column")
+                             + " the model was not fitted on: " + _names_text(extra))
+            raise _InputError(
+                f"{data_path!r} " + " and ".join(parts) + "; give the CSV file the model's "
+                f"{len(model_names)} columns, named as in the model: "
+                + _names_text(model_names) + "."
+            )
+        if model_names != list(names):
+            # The model is called with its own column order, so a reordered file would be
+            # explained silently wrong.
+            first = next(i for i, (a, b) in enumerate(zip(model_names, names)) if a != b)
+            raise _InputError(
+                f"the CSV's column names differ from the model's feature names: column "
+                f"{first + 1} is {names[first]!r} in {data_path!r} but {model_names[first]!r} "
+                "in the model; save the CSV file's columns in the model's order: "
+                + _names_text(model_names) + "."
+            )
     expected = getattr(model, "n_features_in_", None)
     if expected is not None and expected != n_features:
         raise _InputError(
-            f"the model expects {expected} features but {data_path!r} has {n_features} columns."
+            f"the model expects {expected} features but {data_path!r} has {n_features} "
+            f"columns; give the CSV file the model's {expected} columns, in its order."
         )
-    model_names = getattr(model, "feature_names_in_", None)
-    if model_names is not None and names is not None and list(model_names) != list(names):
-        # The model is called with its own column order, so a reordered file would be
-        # explained silently wrong.
-        first = next(i for i, (a, b) in enumerate(zip(model_names, names)) if a != b)
-        raise _InputError(
-            f"the CSV's column names differ from the model's feature names: column "
-            f"{first + 1} is {names[first]!r} in {data_path!r} but {model_names[first]!r} "
-            "in the model."
-        )
+
+
+def _names_text(names, shown=8):
+    quoted = [repr(name) for name in names]
+    if len(quoted) > shown:
+        return ", ".join(quoted[:shown]) + f", ... ({len(quoted)} in all)"
+    return ", ".join(quoted)
 
 
 def _is_number(cell):
@@ -314,13 +397,8 @@ def _all_numbers(row):
     return all(_is_number(cell) for cell in row)
 
 
-def _read_csv(path, *, header=None):
-    """Read a numeric CSV file; return ``(column names or None, float64 array)``.
-
-    ``header=None`` detects a header: the first row is one when some of its cells are not
-    numbers, or when its numbers differ in kind from the rows below
-    (:func:`_numeric_header_rule`); a note on stderr says how a row of numbers was read.
-    """
+def _csv_rows(path):
+    """The CSV file's rows of cells (blank lines left out) and their line numbers."""
     _check_file(path, "data")
     try:
         with open(path, newline="", encoding="utf-8-sig") as handle:
@@ -335,37 +413,50 @@ def _read_csv(path, *, header=None):
         raise _InputError(f"{path!r} is not a UTF-8 text CSV file.") from None
     except csv.Error as exc:
         raise _InputError(f"{path!r} is not a valid CSV file: {exc}.") from None
-
     if not rows:
         raise _InputError(f"{path!r} is empty.")
-    if header is None:
-        header = not _all_numbers(rows[0])
-        if not header:
-            # A row of numbers can still be column names (pandas writes 0, 1, 2, ... for
-            # a frame without names): the rule is said, so that a wrong guess is seen.
-            rule = _numeric_header_rule(rows)
-            header = rule is not None
-            if header:
-                print(f"sk_sointer explain: note: the first row of {path!r} "
-                      f"({_cells_text(rows[0])}) is read as a header: {rule}; --no-header "
-                      "reads it as data.", file=sys.stderr)
-            else:
-                print(f"sk_sointer explain: note: the first row of {path!r} "
-                      f"({_cells_text(rows[0])}) is read as data: it holds numbers only, "
-                      "like the rows below; --header reads it as column names.",
-                      file=sys.stderr)
-    names = [cell.strip() for cell in rows[0]] if header else None
-    width = len(rows[0])
-    data, data_lines = (rows[1:], lines[1:]) if header else (rows, lines)
-    if not data:
-        raise _InputError(f"{path!r} has a header row but no data rows.")
+    return rows, lines
 
-    for row, line in zip(data, data_lines):
+
+def _check_widths(path, rows, lines):
+    width = len(rows[0])
+    for row, line in zip(rows, lines):
         if len(row) != width:
             raise _InputError(
                 f"row {line} of {path!r} has {len(row)} cells; expected {width} "
                 f"(the width of row {lines[0]})."
             )
+
+
+class _CellError(_InputError):
+    """A cell of a CSV read as numbers that is not a finite number: ``kind`` is "text",
+    "empty" (an empty or NaN cell) or "infinite"."""
+
+    def __init__(self, message, kind):
+        super().__init__(message)
+        self.kind = kind
+
+
+def _read_csv(path, *, header=None):
+    """Read a numeric CSV file; return ``(column names or None, float64 array)``.
+
+    ``header=None`` detects a header: the first row is one when some of its cells are not
+    numbers, or when its numbers differ in kind from the rows below
+    (:func:`_numeric_header_rule`); a note on stderr says how a row of numbers was read.
+    """
+    rows, lines = _csv_rows(path)
+    if header is None:
+        header = not _all_numbers(rows[0])
+        if not header:
+            # A row of numbers can still be column names (pandas writes 0, 1, 2, ... for
+            # a frame without names): the rule is said, so that a wrong guess is seen.
+            header = _numbers_are_header(path, rows)
+    names = [cell.strip() for cell in rows[0]] if header else None
+    width = len(rows[0])
+    data, data_lines = (rows[1:], lines[1:]) if header else (rows, lines)
+    if not data:
+        raise _InputError(f"{path!r} has a header row but no data rows.")
+    _check_widths(path, rows, lines)
     try:
         X = np.array(data, dtype=np.float64)
     except ValueError:
@@ -373,19 +464,139 @@ def _read_csv(path, *, header=None):
         for row, line in zip(data, data_lines):
             for col, cell in enumerate(row):
                 if not _is_number(cell):
-                    raise _InputError(
+                    raise _CellError(
                         f"row {line}, column {_column_label(col, names)} of {path!r} is not a "
-                        f"number: {cell!r}.{_separator_hint(width, cell)}"
+                        f"number: {cell!r}.{_separator_hint(width, cell)}",
+                        "text" if cell.strip() else "empty",
                     )
         X = np.array([[float(cell) for cell in row] for row in data], dtype=np.float64)
     bad = np.argwhere(~np.isfinite(X))
     if len(bad):
         row, col = bad[0]
-        raise _InputError(
+        raise _CellError(
             f"row {data_lines[row]}, column {_column_label(col, names)} of {path!r} is "
-            f"{X[row, col]}; the explainer needs finite numbers."
+            f"{X[row, col]}; the explainer needs finite numbers.",
+            "empty" if np.isnan(X[row, col]) else "infinite",
         )
     return names, X
+
+
+def _numbers_are_header(path, rows):
+    """Whether a first row of numbers only is a header (:func:`_numeric_header_rule`),
+    with a note on stderr saying how it was read."""
+    rule = _numeric_header_rule(rows)
+    if rule is not None:
+        print(f"sk_sointer explain: note: the first row of {path!r} "
+              f"({_cells_text(rows[0])}) is read as a header: {rule}; --no-header "
+              "reads it as data.", file=sys.stderr)
+        return True
+    print(f"sk_sointer explain: note: the first row of {path!r} "
+          f"({_cells_text(rows[0])}) is read as data: it holds numbers only, "
+          "like the rows below; --header reads it as column names.", file=sys.stderr)
+    return False
+
+
+# -- tables: a CSV file read as pandas reads it, for a model that takes a DataFrame ---------
+
+def _read_data(path, model, header, model_path):
+    """``(column names or None, rows, table)``: the CSV file as a DataFrame (``table``) when
+    the model takes one (:func:`_takes_frames`), or when the file holds text or empty cells
+    and the model answers on them; as numbers otherwise."""
+    if _takes_frames(model):
+        return (*_read_table(path, header, model), True)
+    try:
+        names, X = _read_csv(path, header=header)
+    except _CellError as exc:
+        if exc.kind == "infinite":
+            raise
+        names, frame = _read_table(path, header, model)
+        refusal = _refuses_frames(model, frame)
+        if refusal is None:
+            return names, frame, True
+        what = "text" if exc.kind == "text" else "empty cells"
+        raise _InputError(
+            f"{exc} The model in {model_path!r} does not take a table with {what} ({refusal}): "
+            "save the model with its encoder (a Pipeline with a ColumnTransformer that "
+            "imputes and encodes the table's columns), or give a CSV file of numbers only."
+        ) from None
+    return names, X, False
+
+
+def _takes_frames(model):
+    """Whether the model takes a DataFrame: a scikit-learn Pipeline or ColumnTransformer,
+    or an estimator fitted on one (it has ``feature_names_in_``)."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import Pipeline
+
+    return (isinstance(model, (Pipeline, ColumnTransformer))
+            or getattr(model, "feature_names_in_", None) is not None)
+
+
+def _refuses_frames(model, frame):
+    """Why the model cannot answer on the first rows of ``frame`` and its first rows with
+    empty or text cells (its error, in one line), or None when it answers."""
+    import pandas as pd
+
+    call = next((getattr(model, name) for name in ("predict_proba", "predict")
+                 if callable(getattr(model, name, None))), model)
+    cells = frame.isna()
+    for name in frame.columns:
+        if frame[name].dtype.kind not in "biufcmM":
+            numbers = pd.to_numeric(frame[name], errors="coerce")
+            cells[name] |= numbers.isna() & frame[name].notna()
+    odd = np.flatnonzero(cells.to_numpy().any(axis=1))[:4]
+    rows = np.unique(np.r_[np.arange(min(2, len(frame))), odd])
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            call(frame.iloc[rows])
+    except Exception as exc:  # noqa: BLE001 - whatever the model raises is its refusal
+        # The first sentence: scikit-learn's refusals go on with pages of advice.
+        message = _one_line(str(exc)).split(". ")[0].rstrip(".")
+        return f"it raised {type(exc).__name__}" + (f": {message}" if message else "")
+    return None
+
+
+def _read_table(path, header, model):
+    """Read a CSV file as pandas does (``pd.read_csv``: its types, its empty cells); return
+    ``(column names or None, DataFrame)``.
+
+    The first row is a header when ``header`` says so; by default when the model was fitted
+    on named columns, when some cell of the row is text, or when a row of numbers differs in
+    kind from the rows below (:func:`_numeric_header_rule`). Without a header, the columns
+    take the model's names where it has as many."""
+    import pandas as pd
+
+    rows, lines = _csv_rows(path)
+    _check_widths(path, rows, lines)
+    model_names = getattr(model, "feature_names_in_", None)
+    if header is None:
+        first = [cell for cell in rows[0] if cell.strip()]
+        header = (model_names is not None or not _all_numbers(first)
+                  or (len(first) == len(rows[0]) and _numbers_are_header(path, rows)))
+    if header and len(rows) == 1:
+        raise _InputError(f"{path!r} has a header row but no data rows.")
+    try:
+        frame = pd.read_csv(path, header=0 if header else None, encoding="utf-8-sig")
+    except (ValueError, pd.errors.ParserError) as exc:
+        raise _InputError(f"pandas cannot read {path!r} as a CSV file: "
+                          f"{_one_line(str(exc))}.") from None
+    if header:
+        names = [str(name).strip() for name in frame.columns]
+        frame.columns = names
+    elif model_names is not None and len(model_names) == frame.shape[1]:
+        names = None
+        frame.columns = list(model_names)
+    else:
+        names = None
+    return names, frame
+
+
+def _write_frame(path, frame):
+    try:
+        frame.to_csv(path, index=False)
+    except OSError as exc:
+        raise _InputError(f"cannot write {path!r}: {exc.strerror or exc}.") from None
 
 
 def _separator_hint(width, cell):
