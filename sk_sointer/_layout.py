@@ -196,13 +196,14 @@ def check_numeric_columns(X, input_name="X"):
     if columns:
         listed = ", ".join(f"{name} ({kind})" for name, kind in columns[:10])
         more = f" and {len(columns) - 10} more" if len(columns) > 10 else ""
+        table = ("fit the explainer on the table itself, a pandas DataFrame" if
+                 hasattr(dtypes, "items") else "pass the table as a pandas DataFrame")
         raise ValueError(
-            f"{input_name} has columns that are not numbers: {listed}{more}. A left-out "
-            "feature takes a number (the training mean), so encode such columns first (the "
-            "model's own ColumnTransformer or OneHotEncoder) and explain the model behind "
-            "the encoder on the encoded rows, with groups=sk_sointer.encoded_groups(encoder, "
-            f"{input_name}) so that the encoded features of a column are kept or left out "
-            "together."
+            f"{input_name} has columns that are not numbers: {listed}{more}. Rows of numbers "
+            f"are masked with numbers (the training mean): {table} (with a model that takes "
+            "it, such as a Pipeline with its encoder), whose text and category columns the "
+            "explainer reads, or explain the model behind its encoder on the encoded rows "
+            f"with groups=sk_sointer.encoded_groups(encoder, {input_name})."
         )
 
 

@@ -30,7 +30,7 @@ _MIN_SHARE = 0.005
 _MIN_COUNT = 5
 
 # The kinds of column: how a column is coded, encoded for the networks and filled.
-NUMBER, BOOLEAN, CATEGORY, DATETIME, TIMEDELTA = (
+NUMBER, BOOLEAN, CATEGORY, DATETIME, TIMEDELTA = TABLE_KINDS = (
     "number", "boolean", "category", "datetime", "timedelta")
 
 

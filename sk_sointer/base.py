@@ -836,8 +836,16 @@ class BaseExplainer(
                 "the model was left out when it was saved), so it cannot ask the model about "
                 "masked rows: set black_box_ = as_black_box(model), or repair=None."
             )
-        return MaskedValue(self.black_box_.predict, self.masker_,
+        return MaskedValue(self._model_of_rows().predict, self.masker_,
                            getattr(self, "background_", None))
+
+    def _model_of_rows(self):
+        """``black_box_`` as it takes this explainer's rows: a table's codes decoded into
+        frames, whether it was set by fit or afterwards (``black_box_ = as_black_box(m)``)."""
+        codec, black_box = self._table_codec, self.black_box_
+        if codec is None or black_box is None or black_box.table is codec:
+            return black_box
+        return black_box.with_table(codec)
 
     def _repaired_masks(self, X, repair, outputs=None):
         """Feature-level masks of rows ``X``: the selector's, checked against the model and
@@ -1006,7 +1014,7 @@ class BaseExplainer(
                                       spec, multioutput="raw_values", by_answer=True)
         elif self.black_box_ is not None:
             masks = masks.reshape(X.shape)
-            scores = model_agreement(self.black_box_, X, self.masker_.mask_raw(X, masks),
+            scores = model_agreement(self._model_of_rows(), X, self.masker_.mask_raw(X, masks),
                                      multioutput="raw_values", by_answer=True)
         elif y is None:
             raise ValueError(

@@ -194,7 +194,8 @@ ESCAPES = "\x1b]0;retitled\x07\x1b[2J\r\u202e"
         "feature_names_in_", {"ndarray": [ESCAPES, "b", "c", "d", "e"], "dtype": "O",
                               "shape": [5]}),
     lambda doc: doc.__setitem__("sk_sointer_version", ESCAPES),
-    lambda doc: doc["attributes"].__setitem__("extra_" , {"dict": {ESCAPES: 1}}),
+    # an attribute that is not the estimator's is refused by its name, escaped
+    lambda doc: doc["attributes"].__setitem__(ESCAPES + "_", 1),
     lambda doc: doc["output_spec"].__setitem__("kinds", [ESCAPES]),
 ], ids=["feature-name", "version", "key", "kind"])
 def test_inspect_escapes_what_a_terminal_would_obey(capsys, tmp_path, saved, edit):

@@ -100,7 +100,8 @@ def _assigned_names(cls):
     attribute (``self.k_ = ...``), read from the bytecode, those that scikit-learn's
     ``validate_data`` sets and the layout's. A file naming another would set it on the
     estimator."""
-    names = {"n_features_in_", "feature_names_in_", *_LAYOUT_ATTRIBUTES}
+    # fit_time_ is set by fit itself, which a test may replace before a load.
+    names = {"n_features_in_", "feature_names_in_", "fit_time_", *_LAYOUT_ATTRIBUTES}
     modules = {sys.modules[base.__module__] for base in cls.__mro__
                if base.__module__.split(".")[0] == __name__.split(".")[0]}
     codes = [obj.__code__ for module in modules for obj in _functions(module)]
@@ -153,12 +154,13 @@ def _checked_attributes(doc, cls, tokens, header):
 
     # n_features_in_ is also the length of the masker's arrays: the header bounds it.
     n_features = attributes["n_features_in_"]
-    if "masker_.mean_" not in header:
-        raise ValueError("The file lacks the tensor 'masker_.mean_'.")
-    shape, _ = header["masker_.mean_"]
+    # The baseline holds one value per feature (per column of a table), as the rows.
+    if "masker_.baseline_" not in header:
+        raise ValueError("The file lacks the tensor 'masker_.baseline_'.")
+    shape, _ = header["masker_.baseline_"]
     if not _is_int(n_features) or n_features < 1 or shape != (n_features,):
         raise ValueError(f"The file's n_features_in_={n_features!r} does not match its "
-                         f"tensor 'masker_.mean_' of shape {shape}.")
+                         f"tensor 'masker_.baseline_' of shape {shape}.")
     names = attributes.get("feature_names_in_")
     if names is not None and (not isinstance(names, np.ndarray) or names.shape != (n_features,)):
         raise ValueError(f"The file's feature_names_in_ should hold {n_features} names.")
@@ -203,7 +205,18 @@ def _int(value):
     return value
 
 
-def _array(tensors, name, shape, kind):
+# The parts of a table masker's state that are JSON (its codec and its encoding's plan),
+# not arrays.
+_TABLE_JSON = ("codec", "slots")
+
+
+def _masker_tensor_names(masker):
+    """The names of the tensors a file holds of ``masker``'s state."""
+    return {f"masker_.{name}" for name in masker.state_dict()
+            if name != "n_groups_" and name not in _TABLE_JSON}
+
+
+def _array(tensors, name, shape, kind, *, allow_nan=False):
     if name not in tensors:
         raise ValueError(f"The file lacks the tensor {name!r}.")
     array = tensors[name].numpy()
@@ -212,7 +225,7 @@ def _array(tensors, name, shape, kind):
             f"The file's tensor {name!r} has shape {array.shape} and dtype {array.dtype}; "
             f"expected shape {shape}."
         )
-    if kind == "f" and not np.isfinite(array).all():
+    if kind == "f" and not (np.isfinite(array) | (allow_nan & np.isnan(array))).all():
         raise ValueError(f"The file's tensor {name!r} holds NaN or infinite values.")
     return array
 
@@ -222,6 +235,9 @@ def _attach(black_box, estimator):
         return None
     black_box = as_black_box(black_box).with_row_shape(estimator.layout_.row_shape)
     black_box = black_box.with_token_ids(estimator.layout_.tokens)
+    codec = getattr(estimator.masker_, "codec", None)
+    if codec is not None:  # a table's model takes the rows decoded into frames
+        black_box = black_box.with_table(codec)
     n_features = getattr(black_box.model, "n_features_in_", None)
     if n_features is not None and n_features != estimator.n_features_in_:
         raise ValueError(
@@ -272,10 +288,8 @@ def _check_tensors(estimator, shapes, header, path):
     """The file holds every tensor the rebuilt estimator has, no other, each of the
     shape and dtype the estimator's networks give it (read from the header)."""
     expected = set(shapes)
-    expected |= {f"masker_.{name}" for name in Masker.FITTED_ARRAYS}
+    expected |= _masker_tensor_names(estimator.masker_)
     expected |= {"output_spec_.center", "output_spec_.scale"}
-    if estimator.masker_.groups_ is not None:
-        expected.add("masker_.groups_")
     missing, extra = sorted(expected - set(header)), sorted(set(header) - expected)
     if missing or extra:
         problems = []

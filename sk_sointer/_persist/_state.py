@@ -6,24 +6,30 @@ import numpy as np
 import torch
 
 from .._masking import Masker
+from .._table import TABLE_KINDS, TableMasker, _width as _table_width
 from .._outputs import OutputSpec
 from .._utils import seeded
 from ..base import Problem
-from ._checks import _array, _check_tensors, _int, _is_int
+from ._checks import _TABLE_JSON, _array, _check_tensors, _int, _is_int
 from ._values import _decode, _encode
 
 
 def _masker_state(masker, tensors):
     state = masker.state_dict()
+    doc = {"n_groups_": int(state.pop("n_groups_"))}
+    for name in _TABLE_JSON:
+        if name in state:
+            doc[name] = state.pop(name)
     for name, value in state.items():
-        if name != "n_groups_":
-            tensors[f"masker_.{name}"] = torch.from_numpy(np.array(value))
-    return {"n_groups_": int(state["n_groups_"])}
+        tensors[f"masker_.{name}"] = torch.from_numpy(np.array(value))
+    return doc
 
 
 def _load_masker(estimator, state, tensors):
     if not isinstance(state, dict) or not _is_int(state.get("n_groups_")):
         raise ValueError("The file's masker state should give n_groups_, an int.")
+    if "codec" in state:
+        return _load_table_masker(estimator, state, tensors)
     n_features, n_groups = estimator.n_features_in_, state["n_groups_"]
     if not 1 <= n_groups <= n_features:
         raise ValueError(f"The file's masker has n_groups_={n_groups} for "
@@ -43,6 +49,56 @@ def _load_masker(estimator, state, tensors):
         raise ValueError("The file holds feature groups that its parameters do not ask for.")
     return Masker.from_state(fitted, baseline=estimator.baseline, groups=estimator.groups,
                              tokens=estimator.tokens)
+
+
+def _load_table_masker(estimator, state, tensors):
+    """A table's masker (:class:`~sk_sointer._table.TableMasker`) from the file, its codec
+    and plan checked against the fitted width and its tensors' shapes."""
+    n_columns, n_groups = estimator.n_features_in_, state["n_groups_"]
+    codec, slots = state.get("codec"), state.get("slots")
+    try:
+        columns, kinds, dtypes = codec["columns"], codec["kinds"], codec["dtypes"]
+        values, counts, categories = codec["values"], codec["counts"], codec["categories"]
+        parts = (columns, kinds, dtypes, values, counts, categories, slots)
+        if not all(isinstance(part, list) and len(part) == n_columns for part in parts):
+            raise ValueError(f"every part should list the {n_columns} columns")
+        for j, kind in enumerate(kinds):
+            if kind not in TABLE_KINDS or not isinstance(dtypes[j], str):
+                raise ValueError(f"column {j} has kind {kind!r} and dtype {dtypes[j]!r}")
+            plan = slots[j]
+            if not isinstance(plan, dict) or not isinstance(plan.get("missing"), bool):
+                raise ValueError(f"column {j}'s plan should say whether it has empty cells")
+            listed = kind in ("category", "boolean")
+            if listed != isinstance(values[j], list) or (listed and (
+                    not isinstance(counts[j], list) or len(counts[j]) != len(values[j])
+                    or not all(_is_int(c) and c > 0 for c in counts[j]))):
+                raise ValueError(f"column {j}'s values and counts do not match its kind")
+            if (kind == "category") != ("levels" in plan) or (
+                    "levels" in plan and not (_is_int(plan["levels"])
+                                              and 0 <= plan["levels"] <= len(values[j]))):
+                raise ValueError(f"column {j}'s plan does not match its values")
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"The file's table masker is invalid ({exc}).") from None
+    names = getattr(estimator, "feature_names_in_", None)
+    if names is None or [str(n) for n in names] != [str(c) for c in columns]:
+        raise ValueError("The file's table columns do not match its feature_names_in_.")
+    if not 1 <= n_groups <= n_columns:
+        raise ValueError(f"The file's masker has n_groups_={n_groups} for "
+                         f"n_features_in_={n_columns} columns.")
+    n_encoded = sum(_table_width(plan) for plan in slots)
+    fitted = {"codec": codec, "slots": slots, "n_groups_": n_groups,
+              "baseline_": _array(tensors, "masker_.baseline_", (n_columns,), "f",
+                                  allow_nan=True)}
+    for name in Masker.FITTED_ARRAYS:
+        fitted[f"encoded.{name}"] = _array(tensors, f"masker_.encoded.{name}", (n_encoded,), "f")
+    fitted["encoded.groups_"] = _array(tensors, "masker_.encoded.groups_", (n_encoded,), "i")
+    fitted["encoded.n_groups_"] = n_groups
+    if "masker_.column_groups_" in tensors:
+        fitted["column_groups_"] = _array(tensors, "masker_.column_groups_", (n_columns,), "i")
+    elif n_groups != n_columns:
+        raise ValueError(f"The file's table masker has n_groups_={n_groups} without column "
+                         f"groups; expected n_features_in_={n_columns}.")
+    return TableMasker.from_state(fitted)
 
 
 def _spec_state(spec, tensors):
@@ -104,9 +160,12 @@ def _net_problem(estimator, state, header, path):
     if input_shape != estimator.layout_.input_shape:
         raise ValueError(f"The file's net input shape {input_shape} does not match its rows "
                          f"of {n_features} features.")
-    if not n_features <= selector_in_features <= n_features + estimator.output_spec_.n_columns:
+    # What the networks read: the rows (a table's as the explainer encodes them), then any
+    # columns a method adds (MEED: the model's outputs).
+    n_inputs = estimator.masker_.n_encoded_features
+    if not n_inputs <= selector_in_features <= n_inputs + estimator.output_spec_.n_columns:
         raise ValueError(f"The file's selector_in_features={selector_in_features} does not "
-                         f"match its {n_features} features.")
+                         f"match its {n_inputs} features.")
     problem = Problem(estimator.layout_, estimator.masker_, estimator.output_spec_,
                       estimator.black_box_)
     meta = torch.device("meta")

@@ -348,7 +348,7 @@ def _black_box(explainer, model, row_shape):
             "or saved without it), and its fidelity is measured by querying the model on "
             "masked rows: pass it as model=."
         )
-    return explainer.black_box_
+    return explainer._model_of_rows()
 
 
 def _is_explainer(obj):

@@ -23,7 +23,7 @@ from ..explainers._random_mask import JudgeNet
 
 
 def posthoc_accuracy(black_box, X, masks, *, baseline=None, multioutput="uniform_average",
-                     features="selected"):
+                     features="selected", by_answer=False):
     """Agreement of the black box on masked rows with the black box on full rows.
 
     Left-out features take the ``baseline`` value, in the data's units. For a categorical
@@ -64,6 +64,10 @@ def posthoc_accuracy(black_box, X, masks, *, baseline=None, multioutput="uniform
     features : {"selected", "unselected"}, default="selected"
         Keep the selected features (MEED's FS-M) or the ones left out (FU-M: lower is
         better there, the explanation having taken what the model needs).
+    by_answer : bool, default=False
+        For a discrete output, the mean over the model's answers of the share of their
+        rows that keep it (as ``balanced_accuracy_score`` is to accuracy), which is what
+        an explainer's ``score`` reports; by default the share of all rows.
 
     Returns
     -------
@@ -91,10 +95,17 @@ def posthoc_accuracy(black_box, X, masks, *, baseline=None, multioutput="uniform
             )
         masks = explainer.transform(X)
         baseline = explainer.masker_.baseline_
+        if explainer._table_codec is not None:  # a table: its rows as the explainer codes them
+            rows = explainer._validate_transform_input(X)
+            kept = _rows_and_masks(np.zeros(rows.shape), masks, features)[1]
+            black_box = as_black_box(black_box).with_table(explainer._table_codec)
+            return model_agreement(black_box, rows, explainer.masker_.mask_raw(rows, kept),
+                                   multioutput=multioutput, by_answer=by_answer)
     X, masks, row_shape = _rows_and_masks(X, masks, features)
     masker = Masker("mean" if baseline is None else baseline).fit(X)
     black_box = as_black_box(black_box).with_row_shape(row_shape)
-    return model_agreement(black_box, X, masker.mask_raw(X, masks), multioutput=multioutput)
+    return model_agreement(black_box, X, masker.mask_raw(X, masks), multioutput=multioutput,
+                           by_answer=by_answer)
 
 
 def approximator_accuracy(black_box, X_train, masks_train, X_test, masks_test, *,
