@@ -14,6 +14,8 @@ panels), ``figure_`` and the artists (``im_``, ``bars_``, ``lines_``, ...).
 - the selected words of texts: :class:`TokenMaskDisplay`;
 - fidelity as ``k`` grows, from a fitted search: :class:`FidelityVsKDisplay`;
 - several explainers on the same rows: :class:`ComparisonDisplay`;
+- one row's reasons for the model's answer (its kept columns, their values and effects):
+  :class:`ReasonsDisplay`, from :meth:`~sk_sointer.L2XExplainer.reasons`;
 - one panel per explained output of a multi-output model: :class:`TargetsDisplay`;
 - the model's agreement as the top-ranked features are inserted or deleted:
   :class:`InsertionDeletionDisplay`, computed by
@@ -28,6 +30,7 @@ from ._fidelity_vs_k import FidelityVsKDisplay
 from ._image_mask import ImageMaskDisplay
 from ._insertion_deletion import InsertionDeletionDisplay
 from ._mask import MaskDisplay
+from ._reasons import ReasonsDisplay
 from ._selection_frequency import SelectionFrequencyDisplay
 from ._targets import TargetsDisplay
 from ._token_mask import TokenMaskDisplay
@@ -38,6 +41,7 @@ __all__ = [
     "ImageMaskDisplay",
     "InsertionDeletionDisplay",
     "MaskDisplay",
+    "ReasonsDisplay",
     "SelectionFrequencyDisplay",
     "TargetsDisplay",
     "TokenMaskDisplay",

@@ -35,7 +35,7 @@ def _axes(ax, **subplots):
     return _pyplot().subplots(**subplots)[1]
 
 
-def _panels(ax, n_panels, *, n_cols, panel_size, sharey=False):
+def _panels(ax, n_panels, *, n_cols, panel_size, sharey=False, layout=None):
     """``ax`` as a flat array of ``n_panels`` Axes, or a new figure's grid of panels."""
     if ax is not None:
         axes = np.empty(1, dtype=object)
@@ -52,7 +52,7 @@ def _panels(ax, n_panels, *, n_cols, panel_size, sharey=False):
     n_rows = -(-n_panels // n_cols)
     width, height = panel_size
     _, axes = plt.subplots(n_rows, n_cols, figsize=(width * n_cols, height * n_rows),
-                           squeeze=False, sharey=sharey)
+                           squeeze=False, sharey=sharey, layout=layout)
     for extra in axes.ravel()[n_panels:]:
         extra.set_visible(False)
     return axes.ravel()[:n_panels]
@@ -156,10 +156,25 @@ def _positive_int(name, value):
     return int(value)
 
 
+def _names_out(explainer, n_features):
+    """The explainer's ``get_feature_names_out()`` when it gives one name per column of its
+    masks (a table's columns), else its ``feature_names_in_``, else None."""
+    names_out = getattr(explainer, "get_feature_names_out", None)
+    if callable(names_out):
+        try:
+            names = list(names_out())
+        except Exception:  # not fitted, or a stand-in without names: the fallbacks decide
+            names = None
+        if names is not None and len(names) == n_features:
+            return names
+    return getattr(explainer, "feature_names_in_", None)
+
+
 def _feature_names(n_features, feature_names=None, explainer=None, columns=None):
-    """Names given, else a DataFrame's columns, else the explainer's ``feature_names_in_``,
-    else x0, x1, ..."""
-    for names in (feature_names, columns, getattr(explainer, "feature_names_in_", None)):
+    """Names given, else a DataFrame's columns, else the explainer's
+    ``get_feature_names_out()`` (a table's columns) or ``feature_names_in_``, else x0, x1,
+    ..."""
+    for names in (feature_names, columns, _names_out(explainer, n_features)):
         if names is not None:
             names = [str(name) for name in names]
             if len(names) != n_features:
@@ -169,6 +184,40 @@ def _feature_names(n_features, feature_names=None, explainer=None, columns=None)
                 )
             return names
     return [f"x{j}" for j in range(n_features)]
+
+
+def _position(name, value, n_rows, what="X"):
+    """``value`` when it is a whole number in ``[0, n_rows)`` (a row's position), else a
+    one-line error."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} should be a row's position in {what}, a whole number from 0 "
+                        f"to {n_rows - 1}; got {type(value).__name__} {value!r}.")
+    if not 0 <= value < n_rows:
+        raise ValueError(f"{name} should be a row's position in {what}, a whole number from 0 "
+                         f"to {n_rows - 1}; got {value!r}. To choose a row by its index "
+                         f"label, pass X.loc[[label]] and {name}=0.")
+    return int(value)
+
+
+def _label_size(ax, n_labels, *, along="x", rotated=True, at_most=None):
+    """A font size in points at which ``n_labels`` tick labels side by side along ``along``
+    of ``ax`` do not overlap: each gets its share of the Axes' length, and a label's
+    extent across (a rotated x label's, or a y label's) is about 1.4 times its size.
+    Never above the tick labels' usual size (or ``at_most``), never below 4 points."""
+    import matplotlib
+    from matplotlib.font_manager import FontProperties
+
+    usual = FontProperties(size=matplotlib.rcParams[f"{along}tick.labelsize"]).get_size_in_points()
+    if at_most is not None:
+        usual = min(usual, at_most)
+    engine = ax.figure.get_layout_engine()
+    if engine is not None:  # the Axes' size once laid out, not before
+        engine.execute(ax.figure)
+    box = ax.get_position()
+    width, height = ax.figure.get_size_inches()
+    length = (box.width * width if along == "x" else box.height * height) * 72.0
+    share = length / max(n_labels, 1)
+    return float(np.clip(share / (1.4 if rotated or along == "y" else 2.4), 4.0, usual))
 
 
 def _check_explainer(explainer, name="explainer"):

@@ -5,7 +5,8 @@ from collections.abc import Mapping
 import numpy as np
 
 from .._utils import _store_params
-from ._base import _explained, _explainers, _feature_names, _panels, _positive_int, _table
+from ._base import (_explained, _explainers, _feature_names, _label_size, _panels,
+                    _positive_int, _table)
 from ._image_mask import _image_rows, _images_and_masks, _overlay
 from ._mask import MaskDisplay
 
@@ -150,13 +151,22 @@ class ComparisonDisplay:
         """
         names = list(self.masks)
         if self.images is None:
-            axes = _panels(ax, len(names), n_cols=len(names), panel_size=(3.2, 4.0),
-                           sharey=True)
+            # a panel widens with the columns (0.18 inch each past 12), its names below
+            n_features = len(self.feature_names) if self.feature_names is not None else 0
+            longest = max(map(len, map(str, self.feature_names or ["x"])))
+            size = (max(3.2, 0.18 * n_features + 1.0), 4.0 + min(0.065 * longest, 2.5))
+            axes = _panels(ax, len(names), n_cols=len(names), panel_size=size, sharey=True,
+                           layout="constrained")
             self.panels_ = []
             for panel, name in zip(axes, names):
                 self.panels_.append(MaskDisplay(self.masks[name],
                                                 feature_names=self.feature_names).plot(ax=panel))
                 panel.set_title(name)
+            if n_features:  # every panel's names alike, at the size the narrowest allows
+                size = min(_label_size(panel, n_features) for panel in axes)
+                for panel in axes:
+                    for label in panel.get_xticklabels():
+                        label.set_fontsize(min(size, label.get_fontsize()))
             self.axes_, self.figure_ = axes.reshape(1, -1), axes[0].figure
             return self
         n_cols = len(names) + 1

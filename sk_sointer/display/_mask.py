@@ -4,14 +4,16 @@ import numpy as np
 
 from .._utils import _store_params
 from ._base import (_axes, _check_explainer, _cmap, _explained, _feature_names, _flag, _is_masks,
-                    _labels, _positive_int, _table)
+                    _label_size, _labels, _positive_int, _table)
 
 
 class MaskDisplay:
     """Heat map of masks (or scores): one row per sample, one column per feature.
 
     Build it with :meth:`from_explainer` or :meth:`from_masks`; the constructor only
-    stores what they computed.
+    stores what they computed. Every column is named below the map (a table's names, from
+    the explainer's ``get_feature_names_out()``); a new figure widens with the columns (to
+    20 inches), and the names shrink to their share of the width so that none overlaps.
 
     Parameters
     ----------
@@ -153,12 +155,24 @@ class MaskDisplay:
                              f"({n_features}); got {len(names)}.")
         row_labels = _labels(self.row_labels, n_rows)
         cmap = _cmap(cmap)
-        ax = _axes(ax, figsize=(max(4.0, 0.35 * n_features + 2), max(2.5, 0.18 * n_rows + 1.2)))
+        rotated = max(map(len, names)) > 3 or n_features > 20
+        # A column takes 0.35 inch up to 30 columns, then 0.18 inch more each (its name a
+        # little smaller), up to 20 inches; rotated names get the height they need below.
+        width = float(np.clip(min(0.35 * n_features + 2, 0.18 * n_features + 7), 4.0, 20.0))
+        longest = max(map(len, names))
+        below = min(0.065 * longest, 2.5) if rotated else 0.0
+        ax = _axes(ax, figsize=(width, max(2.5, 0.18 * n_rows + 1.2) + below),
+                   layout="constrained")
         binary = _is_masks(values)
         self.im_ = ax.imshow(values, aspect="auto", interpolation="nearest", cmap=cmap,
                              vmin=0.0 if binary else None, vmax=1.0 if binary else None)
+        self.colorbar_ = ax.figure.colorbar(self.im_, ax=ax, fraction=0.05, pad=0.02)
+        self.colorbar_.set_label("selected" if binary else "score")
+        if binary:
+            self.colorbar_.set_ticks([0, 1])
         ax.set_xticks(np.arange(n_features))
-        ax.set_xticklabels(names, rotation=90 if max(map(len, names)) > 3 else 0)
+        ax.set_xticklabels(names, rotation=90 if rotated else 0,
+                           fontsize=_label_size(ax, n_features, rotated=rotated))
         labels = row_labels
         if self.holds is not None:
             labels = [f"{'' if labels is None else labels[i] + ' '}{'✓' if held else '✗'}"
@@ -172,9 +186,5 @@ class MaskDisplay:
                     tick.set_color("tab:red")
         ax.set_xlabel("feature")
         ax.set_ylabel("row")
-        self.colorbar_ = ax.figure.colorbar(self.im_, ax=ax, fraction=0.05, pad=0.02)
-        self.colorbar_.set_label("selected" if binary else "score")
-        if binary:
-            self.colorbar_.set_ticks([0, 1])
         self.ax_, self.figure_ = ax, ax.figure
         return self

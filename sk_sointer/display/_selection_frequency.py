@@ -4,8 +4,11 @@
 import numpy as np
 
 from .._utils import _store_params
-from ._base import (_axes, _check_explainer, _feature_names, _is_masks, _positive_int,
-                    _table)
+from ._base import (_axes, _check_explainer, _feature_names, _is_masks, _label_size,
+                    _positive_int, _table)
+
+# Upright bars for at most this many features; more lie down, their names one a line.
+_MOST_UPRIGHT = 40
 
 
 def _frequencies(values, by):
@@ -53,11 +56,16 @@ class SelectionFrequencyDisplay:
         Whether ``frequencies`` are mean scores (``explain``'s, or anything but 0/1 masks)
         rather than shares of rows: the axis then says so and spans their range, below 0
         for signed scores.
+    n_left_out : int, default=0
+        Features not drawn (left out by ``top``): the title says how many.
 
     Attributes
     ----------
     bars_ : list of matplotlib BarContainer
         One per group.
+    orientation_ : {"vertical", "horizontal"}
+        How the bars were drawn: upright, the names below, or lying, the names beside
+        (more than 40 features by default).
     ax_ : matplotlib Axes
     figure_ : matplotlib Figure
 
@@ -74,12 +82,12 @@ class SelectionFrequencyDisplay:
     """
 
     def __init__(self, frequencies, *, feature_names, group_labels=None, group_sizes=None,
-                 scores=False):
+                 scores=False, n_left_out=0):
         _store_params(self, locals())
 
     @classmethod
     def from_masks(cls, masks, *, by=None, feature_names=None, explainer=None, top=None,
-                   ax=None):
+                   ax=None, orientation=None):
         """Selection frequencies of masks in hand.
 
         Parameters
@@ -94,8 +102,12 @@ class SelectionFrequencyDisplay:
             As in :meth:`MaskDisplay.from_masks`.
         top : int, default=None
             Keep only the ``top`` most often selected features (over all rows), most
-            frequent first; default: every feature in column order.
+            frequent first; default: every feature in column order. The title says how
+            many were left out.
         ax : matplotlib Axes, default=None
+        orientation : {"vertical", "horizontal"}, default=None
+            Upright bars with the names below, or lying bars with the names beside them,
+            one line each; default: lying for more than 40 features.
 
         Returns
         -------
@@ -111,17 +123,19 @@ class SelectionFrequencyDisplay:
         return cls(frequencies[:, kept], feature_names=list(names[kept]),
                    group_labels=None if by is None else labels,
                    group_sizes=None if by is None else sizes,
-                   scores=not _is_masks(values)).plot(ax=ax)
+                   scores=not _is_masks(values),
+                   n_left_out=values.shape[1] - len(kept)).plot(ax=ax, orientation=orientation)
 
     @classmethod
-    def from_explainer(cls, explainer, X, *, by=None, feature_names=None, top=None, ax=None):
+    def from_explainer(cls, explainer, X, *, by=None, feature_names=None, top=None, ax=None,
+                       orientation=None):
         """Selection frequencies of a fitted explainer's masks on ``X``.
 
         Parameters
         ----------
         explainer : fitted explainer
         X : array-like of shape (n_samples, n_features)
-        by, feature_names, top, ax :
+        by, feature_names, top, ax, orientation :
             As in :meth:`from_masks`.
 
         Returns
@@ -130,14 +144,16 @@ class SelectionFrequencyDisplay:
         """
         masks = _check_explainer(explainer).transform(X)
         return cls.from_masks(masks, by=by, feature_names=feature_names,
-                              explainer=explainer, top=top, ax=ax)
+                              explainer=explainer, top=top, ax=ax, orientation=orientation)
 
-    def plot(self, ax=None):
+    def plot(self, ax=None, *, orientation=None):
         """Draw one bar per feature and group.
 
         Parameters
         ----------
         ax : matplotlib Axes, default=None
+        orientation : {"vertical", "horizontal"}, default=None
+            As in :meth:`from_masks`.
 
         Returns
         -------
@@ -151,14 +167,26 @@ class SelectionFrequencyDisplay:
         if len(names) != n_features:
             raise ValueError(f"feature_names should have one name per column of frequencies "
                              f"({n_features}); got {len(names)}.")
-        rotated = bool(names) and max(map(len, names)) > 3
-        # A feature's bars take about 0.15 inch each (0.35 at least), capped at a page's
-        # width; rotated names get the height they need below the axes.
+        if orientation is None:
+            orientation = "horizontal" if n_features > _MOST_UPRIGHT else "vertical"
+        if orientation not in ("vertical", "horizontal"):
+            raise ValueError(f"orientation should be 'vertical', 'horizontal' or None; got "
+                             f"{orientation!r}.")
+        horizontal = orientation == "horizontal"
+        rotated = not horizontal and bool(names) and (max(map(len, names)) > 3
+                                                       or n_features > 20)
         longest = max(map(len, names), default=1)
-        width = float(np.clip(1.5 + n_features * max(0.35, 0.15 * n_groups), 4.0, 12.0))
-        height = 3.0 + (min(0.07 * longest, 2.0) if rotated else 0.0)
         legend_width = 1.4 if self.group_labels is not None else 0.0
-        ax = _axes(ax, figsize=(width + legend_width, height), layout="constrained")
+        if horizontal:  # a feature's bars take 0.2 inch (0.12 each of several groups)
+            height = 1.2 + n_features * max(0.2, 0.12 * n_groups)
+            figsize = (6.0 + min(0.07 * longest, 3.0) + legend_width, height)
+        else:
+            # A feature's bars take about 0.15 inch each (0.35 at least), capped at a
+            # page's width; rotated names get the height they need below the axes.
+            width = float(np.clip(1.5 + n_features * max(0.35, 0.15 * n_groups), 4.0, 12.0))
+            height = 3.0 + (min(0.07 * longest, 2.0) if rotated else 0.0)
+            figsize = (width + legend_width, height)
+        ax = _axes(ax, figsize=figsize, layout="constrained")
         bar_width = 0.8 / n_groups
         self.bars_ = []
         for g, (heights, label, size) in enumerate(zip(frequencies, labels, sizes)):
@@ -167,18 +195,30 @@ class SelectionFrequencyDisplay:
             named = label if isinstance(label, str) else f"by = {label}"
             legend = None if label is None else (
                 named if size is None else f"{named} ({size} rows)")
-            self.bars_.append(ax.bar(offsets, heights, width=bar_width, label=legend))
-        ax.set_xticks(np.arange(n_features))
-        ax.set_xticklabels(names, rotation=90 if rotated else 0)
-        ax.set_xlim(-0.6, n_features - 0.4)
-        if self.scores:
-            ax.set_ylabel("mean score")
-            if frequencies.min() < 0:
-                ax.axhline(0.0, color="0.3", linewidth=0.8)
+            draw = ax.barh if horizontal else ax.bar
+            self.bars_.append(draw(offsets, heights, bar_width, label=legend))
+        what = "mean score" if self.scores else "share of rows selecting it"
+        along, across = (ax.yaxis, ax.xaxis) if horizontal else (ax.xaxis, ax.yaxis)
+        set_range, line = (ax.set_xlim, ax.axvline) if horizontal else (ax.set_ylim, ax.axhline)
+        along.set_ticks(np.arange(n_features))
+        along.set_ticklabels(names, rotation=90 if rotated else 0,
+                             fontsize=_label_size(ax, n_features, along="y" if horizontal
+                                                  else "x", rotated=rotated))
+        if horizontal:  # the first feature on top, as a table reads
+            ax.set_ylim(n_features - 0.4, -0.6)
         else:
-            ax.set_ylabel("share of rows selecting it")
-            ax.set_ylim(0, 1.05)
+            ax.set_xlim(-0.6, n_features - 0.4)
+        across.set_label_text(what)
+        if self.scores:
+            if frequencies.min() < 0:
+                line(0.0, color="0.3", linewidth=0.8)
+        else:
+            set_range(0, 1.05)
+        if self.n_left_out:
+            ax.set_title(f"the {n_features} most often selected of {n_features + self.n_left_out}"
+                         f" features ({self.n_left_out} not shown)", fontsize="medium")
         if self.group_labels is not None:  # beside the axes: shares near 1 would hide under it
             ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        self.orientation_ = orientation
         self.ax_, self.figure_ = ax, ax.figure
         return self
