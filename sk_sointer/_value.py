@@ -19,6 +19,7 @@ for a value, how far it moved in units of the output's spread.
 
 import numpy as np
 from sklearn.utils import Bunch, check_random_state
+from sklearn.utils._param_validation import InvalidParameterError
 
 from ._utils import in_chunks
 
@@ -90,11 +91,21 @@ class MaskedValue:
 
 def draw_background(background, X, random_state, *, allow_nan=False):
     """The background rows an explainer keeps: ``None``; ``n`` rows of ``X`` drawn without
-    replacement (all of them when ``X`` has fewer); or the rows given (validated against
-    ``X``'s width and finite)."""
+    replacement (all of them when ``X`` has fewer); or the rows given, in ``X``'s column
+    order (see :meth:`~sk_sointer.base.BaseExplainer._background_rows`), validated against
+    ``X``'s width, at least one, and finite (NaN allowed with ``allow_nan``: a table's empty
+    cell). A bool is refused: ``background=True`` is a mistake, not one row."""
     if background is None:
         return None
-    if isinstance(background, (int, np.integer)) and not isinstance(background, bool):
+    if isinstance(background, (bool, np.bool_)):
+        raise InvalidParameterError(
+            "background should be None, a number of training rows (an int >= 1) or rows of "
+            f"numbers, not a bool; got {background!r}."
+        )
+    if isinstance(background, (int, np.integer)):
+        if background < 1:
+            raise InvalidParameterError(
+                f"background should be a number of training rows >= 1; got {background!r}.")
         rng = check_random_state(random_state)
         n_rows = min(int(background), len(X))
         return np.array(X[np.sort(rng.choice(len(X), n_rows, replace=False))])
@@ -103,7 +114,7 @@ def draw_background(background, X, random_state, *, allow_nan=False):
     except (TypeError, ValueError):
         raise ValueError(
             "background should be None, a number of training rows, or rows of numbers; got "
-            f"{type(background).__name__}."
+            f"{type(background).__name__} holding values that are not numbers."
         ) from None
     if rows.ndim == 1 and rows.size == X.shape[1]:
         rows = rows[None]
@@ -113,7 +124,8 @@ def draw_background(background, X, random_state, *, allow_nan=False):
             f"features; got an array of shape {rows.shape}."
         )
     if not (np.isfinite(rows) | (allow_nan & np.isnan(rows))).all():
-        raise ValueError("background contains NaN or infinity.")
+        raise ValueError("background contains NaN or infinity."
+                         if not allow_nan else "background contains infinity.")
     return rows.astype(X.dtype)
 
 

@@ -62,7 +62,7 @@ from ._search import ModelJudge, ModelRefinement, still_rising
 from ._utils import in_chunks, inference_chunk, resolve_device, seeded, set_mode
 from .black_box import BlackBox, as_black_box, model_agreement
 from ._topk import ROUNDS_K, topk_mask, topk_mask_of_finite
-from ._table import TableCodec, TableMasker, is_table
+from ._table import TableCodec, TableMasker, _listed, is_table
 from ._value import MaskedValue, draw_background, row_check
 
 # With tokens=True, the largest id fit accepts: at least this, or this many times the
@@ -191,15 +191,60 @@ class _SkorchEstimatorMixin:
         masked rows (``background``), or ``None`` for the masker's fill (see
         :class:`~sk_sointer._value.MaskedValue`)."""
         background = getattr(self, "background", None)
-        codec = self._table_codec
-        if codec is not None and background is not None and not isinstance(background, Integral):
-            # A table's background rows are matched to its columns by name, then coded.
-            background = codec.encode(background, "background")
-        elif background is not None and not isinstance(background, Integral):
-            background = self.layout_.flatten(background, "background") \
-                if np.ndim(background) > 2 else background
+        if background is not None and not isinstance(background, Integral):
+            background = self._background_rows(background)
         return draw_background(background, X, self.random_state,
-                               allow_nan=codec is not None)
+                               allow_nan=self._table_codec is not None)
+
+    def _background_rows(self, background):
+        """Background rows as ``fit`` reads them, in the fitted column order, as X is read.
+
+        A table's rows are matched to its columns by name and coded
+        (:meth:`~sk_sointer._table.TableCodec.encode`). Rows of numbers given as a DataFrame
+        (or a Series: one row) are matched to ``feature_names_in_`` by name, reordered when
+        the names come in another order and refused, naming them, when some are missing or
+        extra: read by position, a frame's columns would fill left-out features with
+        another feature's values. As scikit-learn does for ``X``, a frame given to an
+        explainer fitted without names, or rows without names given to one fitted with
+        names, are read by position with a warning. Images are flattened."""
+        codec = self._table_codec
+        if codec is not None:
+            return codec.encode(background, "background")
+        if hasattr(background, "to_frame") and np.ndim(background) == 1:
+            background = background.to_frame().T  # a Series: one row, named by its index
+        # Names as scikit-learn reads X's: all strings, or none (then read by position).
+        names = list(background.columns) if hasattr(background, "columns") else []
+        if any(isinstance(c, str) for c in names) and not all(isinstance(c, str) for c in names):
+            raise ValueError("background's column names should all be strings, as X's are; "
+                             f"got {_listed(names)}.")
+        names = names if names and isinstance(names[0], str) else None
+        fitted = getattr(self, "feature_names_in_", None)
+        name = type(self).__name__
+        if names is not None and fitted is not None:
+            fitted = list(fitted)
+            twice = sorted({c for c in names if names.count(c) > 1})
+            missing = [c for c in fitted if c not in names]
+            extra = [c for c in names if c not in fitted]
+            if twice or missing or extra:
+                parts = [f"has the columns {_listed(twice)} more than once"] if twice else []
+                if missing:
+                    parts.append(f"lacks the columns {_listed(missing)} seen in fit")
+                if extra:
+                    parts.append(f"has columns {_listed(extra)} not seen in fit")
+                raise ValueError(f"background {' and '.join(parts)}: give X's columns, by "
+                                 "the names they had in fit.")
+            if names != fitted:
+                background = np.asarray(background)[:, [names.index(c) for c in fitted]]
+        elif names is not None:
+            warnings.warn(f"background has feature names, but {name} was fitted without "
+                          "feature names; its columns are read by position.", UserWarning)
+        elif fitted is not None:
+            warnings.warn(f"background does not have valid feature names, but {name} was "
+                          "fitted with feature names; its columns are read in the order of "
+                          "feature_names_in_.", UserWarning)
+        if np.ndim(background) > 2:
+            return self.layout_.flatten(background, "background")
+        return np.asarray(background) if names is not None else background
 
     def _output_target(self, layout, spec):
         """The index of the output a method explains, ``None`` for all of them: ``target``

@@ -42,7 +42,9 @@ estimator's parts written and rebuilt (``_state``).
 """
 
 import os
+import warnings
 
+import numpy as np
 from safetensors.torch import load_file
 from sklearn.utils.validation import check_is_fitted
 
@@ -78,7 +80,7 @@ from ._state import (
     _spec_state,
     _stored_modules,
 )
-from ._values import _decode_array, _decode_object, _encode, _output_config
+from ._values import _decode_array, _decode_object, _described, _encode, _output_config
 
 # Names also read from here: by the CLI's inspect (read_header, _class_named, _encode,
 # _decode_array) and by the tests, which replace load_file and _small_tensors here (load
@@ -169,7 +171,7 @@ def save(estimator, path):
         "sk_sointer_version": __version__,
         "class": cls.__name__,
         "params": {
-            name: _encode(value, f"parameter {name!r}")
+            name: _encode(_stored_param(estimator, name, value), f"parameter {name!r}")
             for name, value in estimator.get_params(deep=False).items()
         },
         "attributes": {
@@ -196,6 +198,28 @@ def save(estimator, path):
         for key, value in module.state_dict().items():
             tensors[f"{prefix}.{key}"] = value.detach().to("cpu", copy=True).contiguous()
     _write_file(path, doc, tensors)
+
+
+def _stored_param(estimator, name, value):
+    """A parameter as the file stores it: background rows given as a DataFrame (or another
+    array-like) as the rows ``fit`` read, in the fitted column order
+    (``BaseExplainer._background_rows``); a table's background frame is refused (its cells
+    are text, dates, empty cells), which ``background_`` keeps as codes."""
+    if name != "background" or not hasattr(value, "__array__") or isinstance(value, np.ndarray):
+        return value
+    where = f"sk_sointer.save cannot store parameter 'background' ({_described(value)})"
+    if getattr(estimator.masker_, "codec", None) is not None:
+        raise ValueError(
+            f"{where}: a table's rows are not numbers. background_ keeps them as codes, "
+            "which the file stores: set_params(background=None) before saving keeps what "
+            "the explainer explains and scores (a later fit needs the rows again)."
+        )
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # fit has warned of rows read by position
+            return np.asarray(estimator._background_rows(value), dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{where}: {exc}") from None
 
 
 def load(path, *, device="cpu", black_box=None):

@@ -78,9 +78,21 @@ def _unstorable(value, where):
                 f"package's own ({', '.join(_FACTORIES)}) can be saved, and of the "
                 f"optimizers the names {sorted(_OPTIMIZERS)}.")
     return (
-        f"sk_sointer.save cannot store {where}: {value!r} ({type(value).__name__}) is not "
-        f"data it can write without pickle.{hint}"
+        f"sk_sointer.save cannot store {where}: {_described(value)} is not data it can "
+        f"write without pickle.{hint}"
     )
+
+
+def _described(value, limit=80):
+    """``value`` in a few words for an error message: its type and shape for an array-like
+    (a frame's printed form runs to thousands of characters), else its repr, shortened."""
+    shape = getattr(value, "shape", None)
+    if isinstance(shape, tuple):
+        return f"a {type(value).__name__} of shape {shape}"
+    text = repr(value)
+    if len(text) > limit:
+        text = text[:limit - 3] + "..."
+    return f"{text} ({type(value).__name__})"
 
 
 def _encode_array(array, where):
