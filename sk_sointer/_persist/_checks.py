@@ -186,7 +186,82 @@ def _checked_attributes(doc, cls, tokens, header):
         isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 < rate <= 1
     ):
         raise ValueError(f"The file's selection_rate_={rate!r} should be a number in (0, 1].")
+    masker = doc.get("masker")
+    _check_fitted_values(attributes, n_features,
+                         table=isinstance(masker, dict) and "codec" in masker)
     return attributes
+
+
+# A repair report's counts, as _repaired_masks writes them.
+_REPORT_COUNTS = ("n_rows", "n_failed", "n_repaired", "n_queries")
+
+
+def _check_fitted_values(attributes, n_features, *, table):
+    """The fitted arrays and counts a file holds, checked as ``fit`` (or ``transform``)
+    makes them, so that none reaches ``score`` or ``check`` to fail there with numpy's
+    words: ``background_`` as ``draw_background`` leaves it (rows of ``n_features`` numbers,
+    at least one, finite; NaN only in a table's codes, an empty cell), the refinement's
+    fidelities (finite, one per epoch and one before), the query count and fit time, and
+    ``repair_report_`` (its counts and one ``holds`` flag a row)."""
+    background = attributes.get("background_")
+    if background is not None:
+        if (not isinstance(background, np.ndarray) or background.dtype.kind != "f"
+                or background.ndim != 2 or background.shape[1] != n_features
+                or len(background) < 1):
+            raise ValueError(
+                f"The file's background_ ({_array_text(background)}) should be None or at "
+                f"least one row of n_features_in_={n_features} numbers.")
+        allowed = np.isfinite(background) | (table & np.isnan(background))
+        if not allowed.all():
+            what = "infinite values" if table else "NaN or infinite values"
+            raise ValueError(f"The file's background_ holds {what}; fit keeps finite rows"
+                             f"{' (NaN: an empty cell)' if table else ''}.")
+    fidelity = attributes.get("refinement_fidelity_")
+    if fidelity is not None and (
+        not isinstance(fidelity, np.ndarray) or fidelity.dtype.kind != "f"
+        or fidelity.ndim != 1 or len(fidelity) < 1 or not np.isfinite(fidelity).all()
+    ):
+        raise ValueError(f"The file's refinement_fidelity_ ({_array_text(fidelity)}) should "
+                         "be None or finite numbers, one an epoch.")
+    for name in ("n_model_queries_",):
+        value = attributes.get(name, 0)
+        if not _is_int(value) or value < 0:
+            raise ValueError(f"The file's {name}={value!r} should be an int >= 0.")
+    fit_time = attributes.get("fit_time_", 0.0)
+    if isinstance(fit_time, bool) or not isinstance(fit_time, (int, float)) or not (
+            math.isfinite(fit_time) and fit_time >= 0):
+        raise ValueError(f"The file's fit_time_={fit_time!r} should be a number >= 0.")
+    if "repair_report_" in attributes:
+        _check_report(attributes["repair_report_"])
+
+
+def _check_report(report):
+    keys = {*_REPORT_COUNTS, "queries_per_row", "holds"}
+    if not isinstance(report, dict) or set(report) != keys:
+        raise ValueError(f"The file's repair_report_ should hold {sorted(keys)}.")
+    counts = [report[name] for name in _REPORT_COUNTS]
+    n_rows, n_failed, n_repaired, _ = counts
+    if not all(_is_int(count) and count >= 0 for count in counts) or not (
+            n_repaired <= n_failed <= n_rows):
+        raise ValueError(f"The file's repair_report_ has counts {dict(zip(_REPORT_COUNTS, counts))} "
+                         "that no transform gives (whole numbers, n_repaired <= n_failed "
+                         "<= n_rows).")
+    holds = report["holds"]
+    if not isinstance(holds, np.ndarray) or holds.dtype.kind != "b" or holds.shape != (n_rows,):
+        raise ValueError(f"The file's repair_report_ holds {_array_text(holds)} as holds; "
+                         f"expected one bool a row, shape ({n_rows},).")
+    per_row = report["queries_per_row"]
+    if isinstance(per_row, bool) or not isinstance(per_row, (int, float)) or not (
+            math.isfinite(per_row) and per_row >= 0):
+        raise ValueError(f"The file's repair_report_ has queries_per_row={per_row!r}; "
+                         "expected a number >= 0.")
+
+
+def _array_text(value):
+    if isinstance(value, np.ndarray):
+        return f"an array of shape {value.shape} and dtype {value.dtype}"
+    text = repr(value)
+    return text if len(text) <= 60 else f"a {type(value).__name__}"
 
 
 def _is_int(value):
