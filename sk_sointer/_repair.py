@@ -24,7 +24,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils import Bunch
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, InvalidParameterError
 
 from ._search import keep_reward
 from ._value import row_check
@@ -63,6 +63,19 @@ class RowRepair(BaseEstimator):
         self.max_queries = max_queries
         self.tol = tol
         self.log_weight = log_weight
+
+    def validate(self):
+        """Check the parameters (sklearn's constraints); the explainer calls it wherever it
+        reads its ``repair``. A bool is refused where a number is meant, although it is
+        an ``int`` to Python: ``max_queries=True`` is a mistake, not one query."""
+        for name, value in self.get_params().items():
+            if isinstance(value, (bool, np.bool_)):
+                raise InvalidParameterError(
+                    f"The {name!r} parameter of RowRepair must be a number, not a bool; "
+                    f"got {value!r}."
+                )
+        self._validate_params()
+        return self
 
     def budget(self, k, n_groups):
         """Masked rows a failing row may send to the model."""

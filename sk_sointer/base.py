@@ -846,7 +846,10 @@ class BaseExplainer(
         With ``repair`` set, every row's mask is then checked against the model and the
         rows whose mask fails are searched further (:class:`~sk_sointer.RowRepair`): the
         masks are no longer a function of the scores alone, and ``repair_report_`` says
-        how many rows failed, how many were repaired and how many queries that took.
+        how many rows failed, how many were repaired and how many queries that took. The
+        report describes the last call made with ``repair`` set: a call with
+        ``repair=None`` (after ``set_params``) removes it. ``repair`` is read, and checked
+        as ``fit`` checks it, at every call.
         """
         X = self._validate_transform_input(X, finite=False)
         self._check_output_container()
@@ -863,14 +866,27 @@ class BaseExplainer(
         return self.layout_.unflatten(masks)
 
     def _repair_settings(self):
-        """``repair`` as a validated :class:`~sk_sointer.RowRepair`, or ``None``."""
+        """``repair`` as it is now, as a validated :class:`~sk_sointer.RowRepair`, or
+        ``None``.
+
+        ``set_params(repair=...)`` after fit changes only how masks are made, so ``repair``
+        is read (and checked again, by the rules and with the messages of ``fit``) where
+        masks are made or checked: a string other than "model", or a ``RowRepair`` with a
+        bool or a negative budget, is refused there. ``repair_report_`` describes masks made
+        with a repair: with ``repair=None`` it is removed, so that no report outlives the
+        setting that made it."""
         repair = getattr(self, "repair", None)
+        name = type(self).__name__
         if repair is None:
+            self.__dict__.pop("repair_report_", None)
             return None
+        constraints = self._parameter_constraints.get("repair")
+        if constraints is not None:
+            validate_parameter_constraints({"repair": constraints}, {"repair": repair},
+                                           caller_name=name)
         if isinstance(repair, str):  # "model": the default settings
             return RowRepair()
-        repair._validate_params()
-        return repair
+        return repair.validate()
 
     def _masked_value(self):
         """How the model answers this explainer's masked rows (the masker's fill, or the
@@ -894,7 +910,9 @@ class BaseExplainer(
 
     def _repaired_masks(self, X, repair, outputs=None):
         """Feature-level masks of rows ``X``: the selector's, checked against the model and
-        searched further where they fail; ``repair_report_`` records the search."""
+        searched further where they fail; ``repair_report_`` records the search (and is
+        removed first: a search that fails leaves no report of an earlier call)."""
+        self.__dict__.pop("repair_report_", None)
         scores = self._explain_rows(X, self._scores_of, np.float32, outputs)
         scores = self.masker_.reduce_raw(scores)  # every feature carries its group's score
         group_masks = self._masks_from_scores(torch.from_numpy(scores.copy()))
@@ -989,8 +1007,10 @@ class BaseExplainer(
         if tol is None:
             repair = self._repair_settings()
             tol = 0.1 if repair is None else repair.tol
-        if not (isinstance(tol, Real) and tol >= 0):
-            raise ValueError(f"tol should be a number >= 0; got {tol!r}.")
+        if isinstance(tol, (bool, np.bool_)) or not (isinstance(tol, Real) and tol >= 0):
+            raise InvalidParameterError(f"tol should be a number >= 0, not a bool; got {tol!r}."
+                                        if isinstance(tol, (bool, np.bool_)) else
+                                        f"tol should be a number >= 0; got {tol!r}.")
         value = self._masked_value()
         result = row_check(value.full(X), value.masked(X, masks), self.output_spec_, tol=tol)
         result.n_queries = value.n_queries
