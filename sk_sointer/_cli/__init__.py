@@ -54,6 +54,8 @@ def _number(convert, accepts, expected):
 
 _positive_int = _number(int, lambda value: value >= 1, "a positive integer")
 _non_negative_int = _number(int, lambda value: value >= 0, "an integer >= 0")
+_non_negative_float = _number(float, lambda value: math.isfinite(value) and value >= 0,
+                              "a finite number >= 0")
 _positive_float = _number(float, lambda value: math.isfinite(value) and value > 0,
                           "a finite number > 0")
 
@@ -227,6 +229,15 @@ def _build_parser():
                          help="check every row's mask and search further, within a query "
                          "budget a row, where it does not hold (repair='model'); adds the "
                          "column 'holds' too")
+    explain.add_argument("--repair-max-queries", type=_non_negative_int, default=None,
+                         metavar="N",
+                         help="with --repair, masked rows a failing row may send to the "
+                         "model (default: k times the number of features, about what a "
+                         "per-row greedy search costs); 0 checks the rows without searching")
+    explain.add_argument("--tol", type=_non_negative_float, default=None,
+                         help="with --check or --repair, how far a regression output may "
+                         "move, in units of its spread on the fit rows, and still be kept "
+                         "(default: 0.1)")
     explain.add_argument("--save-explainer", default=None, metavar="PATH",
                          help="save the fitted explainer (a safetensors file, no pickle)")
     explain.add_argument("--explainer", default=None, metavar="PATH",

@@ -27,6 +27,7 @@ def _run_explain(args):
                               "loads an explainer fitted already.")
     else:
         method, cls = _method(args.method)
+    _check_repair_options(args)
     for path in (args.out, args.scores, args.reasons, args.save_explainer):
         _check_folder(path)
     model = _load_model(args.model)
@@ -72,7 +73,7 @@ def _run_explain(args):
                 _save_explainer(explainer, args.save_explainer)
         try:
             if args.repair:
-                explainer.set_params(repair="model")
+                explainer.set_params(repair=_repair_of(args))
             masks = np.asarray(explainer.transform(X))
             holds = _holds(explainer, X, masks, args)
             by_answer = None if holds is None else _holding_by_answer(explainer, X, holds)
@@ -140,8 +141,29 @@ def _holds(explainer, X, masks, args):
     if args.repair:
         return explainer.repair_report_.holds
     if args.check:
-        return explainer.check(X, masks).holds
+        return explainer.check(X, masks, tol=args.tol).holds
     return None
+
+
+def _check_repair_options(args):
+    """``--repair-max-queries`` sets the repair's budget and ``--tol`` what the check (or the
+    repair) keeps: refused without the option they set, which would ignore them."""
+    if args.repair_max_queries is not None and not args.repair:
+        raise _InputError("--repair-max-queries sets the repair's budget: give --repair too.")
+    if args.tol is not None and not (args.repair or args.check):
+        raise _InputError("--tol sets how far a regression output may move and be kept, "
+                          "for --check or --repair: give one of them too.")
+
+
+def _repair_of(args):
+    """The explainer's ``repair`` for ``--repair``: "model" (the default settings), or a
+    :class:`~sk_sointer.RowRepair` with ``--repair-max-queries`` and ``--tol``."""
+    if args.repair_max_queries is None and args.tol is None:
+        return "model"
+    from .._repair import RowRepair
+
+    settings = {"max_queries": args.repair_max_queries, "tol": args.tol}
+    return RowRepair(**{name: value for name, value in settings.items() if value is not None})
 
 
 def _holding_by_answer(explainer, X, holds):
