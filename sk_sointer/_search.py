@@ -238,10 +238,13 @@ class ModelRefinement(BaseEstimator):
     and follows the score-function gradient of the model's reward
     (:func:`~sk_sointer._search.keep_reward`: the answer kept, plus ``log_weight`` times the
     log-likelihood of the full row's output distribution on the masked row; minus the
-    squared change of a regression output). After every epoch the top-k masks of up to
-    ``n_eval_rows`` training rows are scored by the model, and the selector that keeps the
-    model's answer best, the method's own included, is the one kept: refinement never
-    makes the explanations of the training rows less faithful than the method's own.
+    squared change of a regression output). For a classifier, each answer's rows weigh
+    alike in that gradient (:meth:`ModelJudge.row_weights`), as in ``score``. After every
+    epoch the top-k masks of up to ``n_eval_rows`` training rows are scored by the model, as
+    ``score`` scores them (each answer's share of rows that hold, averaged over the
+    answers), and the selector that keeps the model's answers best, the method's own
+    included, is the one kept: refinement never makes the explanations of the training rows
+    less faithful than the method's own.
 
     With ``k=None`` (REAL-X's and HardKuma's thresholded selection), each row's subsets
     have the size the method's own selector gives the row, and a hinge keeps that many of
@@ -734,13 +737,27 @@ class ModelJudge:
                     lambda local, masks, rows=rows: judge(rows[local], masks)))
         return chosen
 
+    def row_weights(self, index):
+        """:meth:`answer_weights` over every row the judge holds, read at ``index`` (an
+        array, or a tensor: then a tensor on its device, read without a host
+        synchronisation): the weight of each row's term in the score-function gradient."""
+        if getattr(self, "_row_weights", None) is None:
+            self._row_weights = {"host": self.answer_weights(np.arange(len(self.full)))}
+        if not isinstance(index, torch.Tensor):
+            return self._row_weights["host"][index]
+        if index.device not in self._row_weights:
+            self._row_weights[index.device] = torch.as_tensor(self._row_weights["host"],
+                                                              device=index.device)
+        return self._row_weights[index.device][index]
+
     def answer_weights(self, index):
         """Per row of ``index``, float32 weights of mean 1 that give each answer of the
         model the same total: one over the number of rows with the row's answer, for a
         model of one discrete output (a classifier's class, the side of 0.5 of a
         Bernoulli output); ones for a real output or several outputs. The greedy targets
-        are imitated so: on a table where a boosting classifier answers "positive" on 8 %
-        of the rows, the common answer's rows otherwise set what the selector learns."""
+        are imitated so, and the score-function gradient weighs each row so
+        (:meth:`row_weights`): on a table where a boosting classifier answers "positive" on
+        8 % of the rows, the common answer's rows otherwise set what the selector learns."""
         spec = self.spec
         outputs = range(spec.n_outputs) if spec.target is None else [spec.target]
         if len(outputs) != 1 or "real" in spec.kinds or len(index) == 0:
@@ -759,7 +776,7 @@ class ModelJudge:
         if not weight:
             return fidelity, fidelity
         agreement = output_agreement(self.full[index], self.in_distribution(index, group_masks),
-                                     self.spec, multioutput="raw_values")
+                                     self.spec, multioutput="raw_values", by_answer=True)
         agreement = float(agreement.mean() if self.spec.target is None
                           else agreement[self.spec.target])
         return (1 - weight) * fidelity + weight * agreement, fidelity
@@ -768,17 +785,19 @@ class ModelJudge:
         """What ``score`` measures, on rows ``index`` masked by ``group_masks`` (on the
         target output alone, when the explainer explains one). The model's answers on the
         full rows are asked once per set of rows."""
+        # Each answer's rows weigh alike, as in score: on a table where one answer is rare,
+        # the share of all rows would keep a selector that serves only the common one.
         if self.background is not None:  # the averaged outputs, as score compares them
             masked = self.value.masked_groups(self.X[index], group_masks)
             scores = output_agreement(self.full[index], masked, self.spec,
-                                      multioutput="raw_values")
+                                      multioutput="raw_values", by_answer=True)
             return float(scores.mean() if self.spec.target is None else scores[self.spec.target])
         key = np.asarray(index).tobytes()
         if key not in self._answers:
             self._answers[key] = model_answers(_Counted(self), self.X[index])
         rows = self._masked_rows(index, group_masks)
         scores = model_agreement(_Counted(self), self.X[index], rows, multioutput="raw_values",
-                                 answers=self._answers[key])
+                                 answers=self._answers[key], by_answer=True)
         return float(scores.mean() if self.spec.target is None else scores[self.spec.target])
 
 

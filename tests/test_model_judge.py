@@ -366,13 +366,6 @@ def test_a_query_budget_that_ends_a_refinement_still_rising_is_extended(switch_d
     # Levelled off, it was not extended again: two budgets at most were spent.
     assert 26_000 < extended.n_model_queries_ <= 2 * 26_000
     assert extended.score(X) > short.score(X) + 0.01
-    # Extended as often as allowed and still rising, the warning names the extensions.
-    with pytest.warns(ConvergenceWarning, match=r"its query budget \(max_queries=22,000, "
-                      r"extended once\).*ModelRefinement\(max_extensions=\.\.\.\)"):
-        sk_sointer.L2XExplainer(
-            k=2, max_epochs=1, batch_size=64, random_state=0,
-            refine=ModelRefinement(min_rows=0, max_queries=22_000, max_extensions=1, lr=2e-3),
-        ).fit(X, black_box=model)
     # Not where synthetic rows are over half of the rows refined: the same rise is the
     # selector fitting a few hundred training rows.
     plan = ModelRefinement(max_queries=40_000).plan(1_000, 2, 6, n_training=400)
@@ -698,16 +691,22 @@ def _rare_positive_rows(n_rows, seed):
 
 
 @pytest.mark.synthetic_rows
-def test_the_common_answers_masks_keep_only_features_the_model_reads():
-    """On the rows whose answer the fill already gives (the negative ones here), the
-    model's greedy search, indifferent, kept features the model never reads (4 % of the
-    negative rows' kept features with this seed); with the in-distribution judge breaking
-    its ties (``ModelJudge(judge_ties=True)``, table rows), none."""
+def test_the_rare_answers_masks_hold_and_the_common_answers_keep_few_unread_features():
+    """Each answer weighs alike in the refinement (its keep-best value and its gradient),
+    so the rare positive rows' masks hold on 83 % of them (71 % when every row weighed
+    alike). The common answer's rows, whose answer the fill gives whatever the mask, then
+    keep some features the model never reads (7 % of their kept features with this seed;
+    none when every row weighed alike); the in-distribution judge breaking the greedy
+    search's ties (``ModelJudge(judge_ties=True)``, table rows) keeps that share small."""
     from sklearn.ensemble import HistGradientBoostingClassifier
 
     X, y = _rare_positive_rows(3000, 0)
     model = HistGradientBoostingClassifier(max_iter=50, random_state=0).fit(X, y)
     X_test, _ = _rare_positive_rows(1000, 1)
-    masks = sk_sointer.L2XExplainer(k=3, random_state=0).fit(X, model).transform(X_test)
-    negative = masks[model.predict(X_test) == 0]
-    assert negative[:, 5:].sum() <= 0.005 * negative.sum()
+    explainer = sk_sointer.L2XExplainer(k=3, random_state=0).fit(X, model)
+    masks = explainer.transform(X_test)
+    answers = model.predict(X_test)
+    holds = explainer.check(X_test, masks).holds
+    assert holds[answers == 1].mean() >= 0.8
+    negative = masks[answers == 0]
+    assert negative[:, 5:].sum() <= 0.1 * negative.sum()

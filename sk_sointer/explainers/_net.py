@@ -629,7 +629,7 @@ def _dataset_tensors(dataset):
 # ---------------------------
 
 
-def score_function_loss(logits, k, n_samples, cost, most=None):
+def score_function_loss(logits, k, n_samples, cost, most=None, weights=None):
     """A loss whose gradient is the score-function (REINFORCE) estimate of the gradient of
     the expected ``cost`` of exact k-subsets drawn from the selector.
 
@@ -654,6 +654,9 @@ def score_function_loss(logits, k, n_samples, cost, most=None):
     most : int, default=None
         With a size a row, the most groups drawn (at least the largest of ``k``); by
         default the largest of ``k``, which reads it back from ``k``'s device.
+    weights : array-like of shape (n_rows,), default=None
+        A weight of each row's terms (mean 1 over the rows the selector learns from);
+        ``None`` weighs them alike.
 
     Returns
     -------
@@ -674,7 +677,11 @@ def score_function_loss(logits, k, n_samples, cost, most=None):
         costs = costs.view(n_rows, n_samples)
         others = (costs.sum(dim=1, keepdim=True) - costs) / max(n_samples - 1, 1)
     log_prob = subsets.log_prob(order, sizes).view(n_rows, n_samples)
-    return ((costs - others) * log_prob).mean(), costs, hard
+    terms = (costs - others) * log_prob
+    if weights is not None:
+        terms = terms * torch.as_tensor(weights, dtype=logits.dtype,
+                                        device=logits.device).view(n_rows, 1)
+    return terms.mean(), costs, hard
 
 
 def imitation_term(logits, targets, sizes):
@@ -831,7 +838,11 @@ class ModelJudgedNet(ImitationNet):
             rows = np.repeat(index, self.n_samples)
             cost = lambda hard: self.model_judge.costs(rows, hard.cpu().numpy())  # noqa: E731
         most = int(np.max(self.k)) if on_device and np.ndim(self.k) else None
-        loss, costs, _ = score_function_loss(logits, sizes, self.n_samples, cost, most=most)
+        # Each answer of a classifier weighs alike in the gradient, as in score and the
+        # imitation: the rare answer's rows would otherwise move the selector little.
+        weights = self.model_judge.row_weights(index)
+        loss, costs, _ = score_function_loss(logits, sizes, self.n_samples, cost, most=most,
+                                             weights=weights)
         weight = self._imitation_weight()
         if weight > 0:
             imitation, scale = imitation_term(logits, self.targets(index), sizes)
