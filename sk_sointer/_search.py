@@ -596,9 +596,13 @@ class ModelJudge:
         self.set_budget(max_queries, max_seconds)
 
     def set_budget(self, max_queries=None, max_seconds=None):
-        """Bound the queries from now on to ``max_queries`` more rows and ``max_seconds``."""
+        """Bound the queries from now on to ``max_queries`` more rows and ``max_seconds``
+        (a deadline set before, the refinement's from its start, stands if earlier)."""
         self.max_queries = None if max_queries is None else self.n_queries + max_queries
-        self.deadline = None if max_seconds is None else time.monotonic() + max_seconds
+        deadline = None if max_seconds is None else time.monotonic() + max_seconds
+        earlier = getattr(self, "deadline", None)
+        self.deadline = deadline if earlier is None or deadline is None else min(deadline,
+                                                                                  earlier)
 
     def out_of_time(self):
         """Whether the time budget has passed."""

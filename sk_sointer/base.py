@@ -586,6 +586,10 @@ class BaseExplainer(
         self.refinement_fidelity_ = None
         if refine is None or problem.black_box is None or refine.max_queries == 0:
             return  # max_queries=0: the selector as the method trained it
+        # max_seconds covers everything the refinement does, from here: the synthetic rows'
+        # answers, the in-distribution judge's training and the epochs.
+        deadline = None if refine.max_seconds is None else \
+            time.monotonic() + refine.max_seconds
         n_rows = len(X)
         X, net_input, outputs = self._with_synthetic_rows(problem, refine, X, net_input,
                                                           outputs)
@@ -600,9 +604,11 @@ class BaseExplainer(
                            outputs, spent=len(X) - n_rows, log_weight=refine.log_weight,
                            background=getattr(self, "background_", None),
                            in_distribution=self._in_distribution_judge(problem, X, outputs,
-                                                                       refine),
+                                                                       refine, deadline),
                            in_distribution_weight=refine.in_distribution,
-                           judge_ties=judge_ties)
+                           judge_ties=judge_ties,
+                           max_seconds=None if deadline is None else
+                           max(0.0, deadline - time.monotonic()))
         callbacks = []
         if self.verbose:
             import sys
@@ -697,7 +703,7 @@ class BaseExplainer(
         return (np.concatenate([X, synthetic]), np.concatenate([net_input, seen]),
                 np.concatenate([outputs, answers]))
 
-    def _in_distribution_judge(self, problem, X, outputs, refine):
+    def _in_distribution_judge(self, problem, X, outputs, refine, deadline=None):
         """``in_distribution(index, group_masks)``: the outputs of EVAL-X's predictor,
         trained here on random masks of ``X``, on those rows masked so; ``None`` when the
         refinement gives it no weight or the rows are token ids (see
@@ -712,7 +718,8 @@ class BaseExplainer(
         rows = slice(None) if len(X) <= _JUDGE_ROWS else \
             np.sort(torch.randperm(len(X))[:_JUDGE_ROWS].numpy())
         judge = self.net_.in_distribution_judge(X_scaled[rows], targets[rows],
-                                                max_epochs=refine.judge_epochs)
+                                                max_epochs=refine.judge_epochs,
+                                                deadline=deadline)
         return _InDistribution(judge, X_scaled, masker)
 
     def _check_params(self, problem):

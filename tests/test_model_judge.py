@@ -710,3 +710,35 @@ def test_the_rare_answers_masks_hold_and_the_common_answers_keep_few_unread_feat
     assert holds[answers == 1].mean() >= 0.8
     negative = masks[answers == 0]
     assert negative[:, 5:].sum() <= 0.1 * negative.sum()
+
+
+def test_the_time_budget_covers_the_in_distribution_judge_and_keeps_the_first_deadline(
+        switch_data, monkeypatch):
+    """max_seconds is counted from the refinement's start: the in-distribution judge's
+    training ends at the deadline, and the model judge keeps that deadline when the net
+    sets its budget later."""
+    import time as time_module
+
+    from sk_sointer import _search
+
+    X, model = switch_data
+    explainer = sk_sointer.L2XExplainer(k=2, max_epochs=1, batch_size=64, refine=None,
+                                        random_state=0).fit(X, black_box=model)
+    targets = explainer.output_spec_.standardize(model.predict(X))
+    X_scaled = explainer.masker_.standardize(X)
+    passed = time_module.monotonic() - 1.0
+    judge = explainer.net_.in_distribution_judge(X_scaled, targets, max_epochs=30,
+                                                 deadline=passed)
+    assert len(judge.history) == 1 and len(judge.history[-1, "batches"]) == 1
+    whole = explainer.net_.in_distribution_judge(X_scaled, targets, max_epochs=3)
+    assert len(whole.history) == 3
+
+    clock = {"now": 100.0}
+    monkeypatch.setattr(_search.time, "monotonic", lambda: clock["now"])
+    model_judge = _search.ModelJudge(model, explainer.masker_, explainer.output_spec_, X,
+                                     model.predict(X), log_weight=0.1, max_seconds=2.0)
+    clock["now"] = 101.5
+    model_judge.set_budget(10_000, 2.0)  # the net's budget, later: the first deadline stands
+    assert model_judge.deadline == 102.0
+    clock["now"] = 102.0
+    assert model_judge.out_of_time() and not model_judge.affords(1)

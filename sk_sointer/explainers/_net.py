@@ -21,6 +21,7 @@ they all share, so that a method's module holds its maths and little else:
 """
 
 import copy
+import time
 import math
 import warnings
 from typing import Any, Callable, NamedTuple
@@ -412,15 +413,18 @@ class SelectorJudgeNet(UpdateSteps, PortableNet, NeuralNet):
             raw = self.judge_raw(X.to(device), feature_masks.to(device))
             return output_values(raw, self.output_spec)
 
-    def in_distribution_judge(self, X, targets, *, max_epochs):
+    def in_distribution_judge(self, X, targets, *, max_epochs, deadline=None):
         """EVAL-X's predictor over this net's problem, trained on random masks of the
         standardised rows ``X`` against the model's standardised outputs ``targets`` (the
         architecture of :class:`~sk_sointer.metrics.EvalXEvaluator`, its mask appended):
         the in-distribution judge of the refinement (``ModelRefinement(in_distribution=)``).
-        Returns the fitted :class:`~sk_sointer.explainers._random_mask.JudgeNet`."""
+        Training ends at ``deadline`` (``time.monotonic()``'s), if given: the refinement's
+        time budget covers it. Returns the fitted
+        :class:`~sk_sointer.explainers._random_mask.JudgeNet`."""
+        callbacks = [] if deadline is None else [("deadline", _Deadline(deadline))]
         judge = self.in_distribution_net(
             MLP(hidden_units=(200, 200), batch_norm=True), masks="random",
-            max_epochs=max_epochs, batch_size=min(256, len(X)), lr=1e-3,
+            max_epochs=max_epochs, batch_size=min(256, len(X)), lr=1e-3, callbacks=callbacks,
             **{**self.phase_params(), "append_mask": True})
         return judge.fit(X, targets)
 
@@ -852,6 +856,18 @@ class ModelJudgedNet(ImitationNet):
         self.step(self.optimizer_, loss, self.module_)
         return {"loss": costs.mean(), "y_pred": None}
 
+
+
+class _Deadline(Callback):
+    """Ends training once ``time.monotonic()`` passes ``deadline`` (after the batch that
+    passed it), as skorch ends it on an interrupt."""
+
+    def __init__(self, deadline):
+        self.deadline = deadline
+
+    def on_batch_end(self, net, **kwargs):
+        if time.monotonic() >= self.deadline:
+            raise KeyboardInterrupt
 
 
 class KeepBestByModel(Callback):
