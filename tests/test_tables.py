@@ -234,3 +234,18 @@ def test_rows_without_a_fitted_column_are_refused_by_name(fitted):
         expl.transform(X.assign(extra=1))
     same = expl.transform(X[X.columns[::-1]])  # by name, in any order
     np.testing.assert_array_equal(same, expl.transform(X))
+
+
+def test_a_table_explainer_is_saved_loaded_and_inspected(fitted, tmp_path, capsys):
+    X, model, expl = fitted
+    path = str(tmp_path / "table.safetensors")
+    sk_sointer.save(expl, path)
+    loaded = sk_sointer.load(path, black_box=model)
+    np.testing.assert_array_equal(loaded.transform(X), expl.transform(X))
+    assert loaded.score(X) == expl.score(X)
+    assert list(loaded.get_feature_names_out()) == list(X.columns)
+    from sk_sointer._cli import main
+
+    assert main(["inspect", path]) == 0
+    assert "Data: a table of 7 columns (3 number, 2 category, 1 boolean, 1 datetime)" in (
+        capsys.readouterr().out)

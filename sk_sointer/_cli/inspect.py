@@ -233,7 +233,18 @@ def _data(params, attributes, masker):
         "tokens": bool(_plain(params.get("tokens"))),
         "n_tokens": attributes.get("n_tokens_"),
         "feature_names": None if names is None else _plain(names),
+        "table": _table_kinds(masker),
     }
+
+
+def _table_kinds(masker):
+    """For a table explainer's file, how many of its columns are of each kind (numbers,
+    text and categories, booleans, dates): ``{kind: count}``; ``None`` otherwise."""
+    codec = masker.get("codec")
+    if not isinstance(codec, dict) or not isinstance(codec.get("kinds"), list):
+        return None
+    kinds = [str(kind) for kind in codec["kinds"]]
+    return {kind: kinds.count(kind) for kind in dict.fromkeys(kinds)}
 
 
 def _outputs(spec):
@@ -336,6 +347,9 @@ def _text(summary):
 
     data = summary["data"]
     text = f"{data['n_features']} features"
+    if data.get("table"):
+        counts = ", ".join(f"{n} {kind}" for kind, n in data["table"].items())
+        text = f"a table of {data['n_features']} columns ({counts})"
     if data["n_groups"] is not None and data["n_groups"] != data["n_features"]:
         text += f" in {data['n_groups']} groups"
     if data["row_shape"] is not None:
