@@ -211,6 +211,10 @@ def spark_predict_fn(path, *, method="transform", device="cpu", torch_threads=1)
         2-D array (Spark's array column of the features, with
         ``input_tensor_shapes=[[n_features]]``; ``pyspark.sql.functions.array`` makes one
         from feature columns) and returns a float32 array of shape (batch, n_features).
+        For an explainer fitted on a table (text, dates, empty cells), ``predict`` takes
+        the table's columns, one array each in the fitted order (``predict_batch_udf``
+        with one input column per table column), and returns one mask column per table
+        column.
 
     Examples
     --------
@@ -240,8 +244,17 @@ def spark_predict_fn(path, *, method="transform", device="cpu", torch_threads=1)
         explainer = load(_local_file(path), device=device)
         explain = getattr(explainer, method)
 
-        def predict(rows):
-            rows = np.asarray(rows)
+        codec = explainer._table_codec
+
+        def predict(*columns):
+            if codec is not None and len(columns) > 1:
+                # A table's columns, one array each (Spark's input columns, in the fitted
+                # order): a frame of the table's names, read as fit read the table.
+                import pandas as pd
+
+                rows = pd.DataFrame(dict(zip(codec.columns_, columns)))
+            else:
+                rows = columns[0] if codec is not None else np.asarray(columns[0])
             return np.asarray(explain(rows), dtype=np.float32).reshape(len(rows), -1)
 
         return predict

@@ -249,3 +249,21 @@ def test_a_table_explainer_is_saved_loaded_and_inspected(fitted, tmp_path, capsy
     assert main(["inspect", path]) == 0
     assert "Data: a table of 7 columns (3 number, 2 category, 1 boolean, 1 datetime)" in (
         capsys.readouterr().out)
+
+
+def test_dask_and_spark_helpers_take_the_table(fitted, tmp_path):
+    X, _, expl = fitted
+    expected = expl.transform(X.iloc[:20])
+    path = str(tmp_path / "table.safetensors")
+    sk_sointer.save(expl, path)
+    from sk_sointer.parallel import spark_predict_fn
+
+    predict = spark_predict_fn(path)()  # what a Spark worker runs, one array a column
+    columns = [X.iloc[:20][name].to_numpy() for name in X.columns]
+    np.testing.assert_array_equal(predict(*columns), expected)
+    dd = pytest.importorskip("dask.dataframe")
+    from sk_sointer.parallel import dask_transform
+
+    out = dask_transform(expl, dd.from_pandas(X.iloc[:20], npartitions=2)).compute()
+    assert list(out.columns) == list(X.columns)
+    np.testing.assert_array_equal(out.to_numpy(), expected)
