@@ -267,3 +267,18 @@ def test_dask_and_spark_helpers_take_the_table(fitted, tmp_path):
     out = dask_transform(expl, dd.from_pandas(X.iloc[:20], npartitions=2)).compute()
     assert list(out.columns) == list(X.columns)
     np.testing.assert_array_equal(out.to_numpy(), expected)
+
+
+def test_a_table_explainer_fitted_on_the_models_outputs_scores_with_its_judge():
+    X = _table(200)
+    outputs = LoanModel()(X)
+    expl = L2XExplainer(**dict(FAST, refine=None, max_epochs=6)).fit(X, outputs)
+    masks = expl.transform(X)
+    judged = expl.predict_masked(X, masks)
+    assert judged.shape == (200, 2) and np.allclose(judged.sum(axis=1), 1, atol=1e-5)
+    answers = outputs.argmax(axis=1)
+    kept = judged.argmax(axis=1) == answers
+    assert expl.score(X, outputs) == pytest.approx(
+        np.mean([kept[answers == a].mean() for a in np.unique(answers)]))
+    with pytest.raises(ValueError, match="fitted on outputs only"):
+        expl.score(X)
