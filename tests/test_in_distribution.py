@@ -62,7 +62,8 @@ def test_the_in_distribution_judge_makes_masks_that_hold_on_real_rows():
         explainer = sk_sointer.L2XExplainer(
             k=2, max_epochs=10, batch_size=64, random_state=0,
             refine=ModelRefinement(in_distribution=weight, judge_epochs=30,
-                                   max_queries=100_000)).fit(X, black_box=model)
+                                   max_queries=100_000, max_extensions=0)
+        ).fit(X, black_box=model)
         assert explainer.n_model_queries_ <= 100_000  # the judge asks the model nothing
         masks = explainer.transform(X_test)
         assert masks[:, 3:].sum() == 0  # never the features the model does not read
