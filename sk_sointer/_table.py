@@ -179,9 +179,12 @@ class TableCodec:
     def frame_of(self, X, input_name="X"):
         """``X`` as a frame with the fitted columns, in their order: a DataFrame is matched
         by column name (its other columns are refused), an array or a list of rows must
-        have the fitted width and is read in the fitted order."""
+        have the fitted width and is read in the fitted order. A Series is one row, matched
+        by its index's names as a frame's columns are."""
         import pandas as pd
 
+        if isinstance(X, pd.Series):
+            X = X.to_frame().T
         if hasattr(X, "columns") and hasattr(X, "iloc"):
             names = list(X.columns)
             missing = [c for c in self.columns_ if c not in names]

@@ -186,6 +186,21 @@ class _SkorchEstimatorMixin:
     def _check_params(self, problem):
         """Check parameters that depend on the data; subclasses extend it."""
 
+    def _validate_params(self):
+        """scikit-learn's validation of the parameters, and a bool refused wherever a
+        number is asked for: Python counts ``True`` as the int 1, so ``max_epochs=True`` or
+        ``lr=True`` would pass as 1 (and ``weight_decay=True`` end in torch's error)."""
+        super()._validate_params()
+        for name, constraints in self._parameter_constraints.items():
+            value = getattr(self, name, None)
+            if (isinstance(value, (bool, np.bool_))
+                    and any(isinstance(c, Interval) for c in constraints)
+                    and not any(c in ("boolean", bool) for c in constraints)):
+                raise InvalidParameterError(
+                    f"The {name!r} parameter of {type(self).__name__} must be a number, not "
+                    f"a bool; got {value!r}."
+                )
+
     def _draw_background(self, X):
         """The rows whose values fill left-out features when the model is asked about
         masked rows (``background``), or ``None`` for the masker's fill (see

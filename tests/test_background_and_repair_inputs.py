@@ -440,3 +440,17 @@ def test_cli_refuses_bad_repair_options_in_one_line(options, words, regression_f
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and words in err
+
+
+@pytest.mark.parametrize("name", ["max_epochs", "batch_size", "lr", "weight_decay",
+                                  "train_split", "tau"])
+def test_a_bool_is_refused_wherever_a_number_is_asked_for(name):
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    X = np.random.RandomState(0).randn(40, 3).astype(np.float32)
+    explainer = sk_sointer.L2XExplainer(k=1, refine=None, max_epochs=1).set_params(
+        **{name: True})
+    # A number's own range refuses True where 1 is out of it (batch_size, train_split).
+    with pytest.raises(InvalidParameterError, match=f"'{name}' parameter of L2XExplainer "
+                                                    "must be (a number, not a bool|an? )"):
+        explainer.fit(X, black_box=lambda rows: np.asarray(rows)[:, :1] > 0)

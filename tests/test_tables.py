@@ -282,3 +282,11 @@ def test_a_table_explainer_fitted_on_the_models_outputs_scores_with_its_judge():
         np.mean([kept[answers == a].mean() for a in np.unique(answers)]))
     with pytest.raises(ValueError, match="fitted on outputs only"):
         expl.score(X)
+
+
+def test_a_series_is_one_row_matched_by_name(fitted):
+    X, _, expl = fitted
+    row = X.iloc[3]
+    np.testing.assert_array_equal(expl.transform(row[X.columns[::-1]]), expl.transform(X.iloc[[3]]))
+    with pytest.raises(ValueError, match="lacks the columns 'age'"):
+        expl.transform(row.drop("age"))
