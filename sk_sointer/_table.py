@@ -374,16 +374,6 @@ class TableCodec:
                     fill[j] = np.round(fill[j])
         return fill
 
-    def cell_texts(self, codes):
-        """The cells of ``codes`` as short texts, ``(n_rows, n_columns)`` of str, for
-        reasons and Displays ("" for an empty cell)."""
-        frame = self.decode(codes)
-        out = np.empty(frame.shape, dtype=object)
-        for j in range(frame.shape[1]):
-            column = frame.iloc[:, j]
-            out[:, j] = ["" if _is_missing(v) else _short(v) for v in column.tolist()]
-        return out
-
 
 class TableMasker(Masker):
     """The masker of a table's codes (:class:`TableCodec`): the networks see the encoding
@@ -602,15 +592,6 @@ def _json_value(value):
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     return str(value)
-
-
-def _is_missing(value):
-    try:
-        import pandas as pd
-
-        return bool(pd.isna(value))
-    except (TypeError, ValueError):
-        return False
 
 
 def _short(value, width=40):
