@@ -354,7 +354,8 @@ def test_explain_reports_fidelity_next_to_random_masks_with_the_baseline(
         masks = np.array(read_csv(out)[1:], dtype=float)
         value = {"mean": X.mean(axis=0), "zero": 0.0, "0.5": 0.5}[baseline]
         # The CLI's fidelity is the model on the kept features, the others at the baseline.
-        assert fidelity == pytest.approx(posthoc_accuracy(model, X, masks, baseline=value), abs=1e-3)
+        assert fidelity == pytest.approx(posthoc_accuracy(model, X, masks, baseline=value,
+                                                          by_answer=True), abs=1e-3)
         assert 0.0 <= chance <= 1.0 and "random 2-feature masks" in printed
 
 
@@ -524,8 +525,8 @@ def test_realx_without_k_thresholds_the_scores(capsys, tmp_path, model_path, csv
     # The reference keeps as many random features in each row as the explanation does.
     random_masks = metrics.random_masks(len(counts), N_FEATURES, counts, random_state=0)
     np.testing.assert_array_equal(random_masks.sum(axis=1), counts)
-    assert chance == pytest.approx(posthoc_accuracy(model, X, random_masks, baseline=baseline),
-                                   abs=6e-4)
+    assert chance == pytest.approx(posthoc_accuracy(model, X, random_masks, baseline=baseline,
+                                                    by_answer=True), abs=6e-4)
     if len(np.unique(counts)) > 1:
         assert f"({counts.mean():.1f} of 5 features per row on average)" in printed
         assert "random masks with as many features per row" in printed
@@ -666,14 +667,14 @@ def test_fit_rows_are_drawn_at_random(capsys, tmp_path, model_path, csv_path, da
     masks = np.array(read_csv(out)[1:], dtype=float)
     # Fidelity is measured on the drawn rows, left-out features at the drawn rows' mean.
     X_fit, baseline = X[rows], X[rows].mean(axis=0)
-    expected = posthoc_accuracy(model, X_fit, masks[rows], baseline=baseline)
+    expected = posthoc_accuracy(model, X_fit, masks[rows], baseline=baseline, by_answer=True)
     assert fidelity == pytest.approx(expected, abs=6e-4)
     # The explainer learnt its standardisation on the drawn rows, not on the first 60.
     fitted = sk_sointer.load(str(saved)).masker_.mean_
     np.testing.assert_allclose(fitted, X_fit.mean(axis=0), rtol=1e-6)
     assert not np.allclose(fitted, X[:60].mean(axis=0), rtol=1e-3)
     reference = posthoc_accuracy(model, X_fit, metrics.random_masks(60, 5, 2, random_state=3),
-                                 baseline=baseline)
+                                 baseline=baseline, by_answer=True)
     assert chance == pytest.approx(reference, abs=6e-4)
 
 
@@ -856,7 +857,7 @@ def test_explain_serves_sointer_on_one_output_of_a_multi_label_model(capsys, tmp
     assert fidelity == pytest.approx(explainer.score(X), abs=6e-4)
     random = metrics.random_masks(len(X), N_FEATURES, 1, random_state=0)
     reference = posthoc_accuracy(model, X, random, baseline=explainer.masker_.baseline_,
-                                 multioutput="raw_values")[1]
+                                 multioutput="raw_values", by_answer=True)[1]
     assert chance == pytest.approx(reference, abs=6e-4)
     # The saved explainer explains again without fitting, with the same masks.
     assert main(["explain", model_file, csv_path, "--explainer", saved, "--out", str(again)]) == 0

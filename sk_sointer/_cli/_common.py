@@ -265,10 +265,11 @@ def _random_mask_fidelity(black_box, X, counts, baseline, seed, target=None):
     from ..metrics import posthoc_accuracy, random_masks
 
     masks = random_masks(len(counts), X.shape[1], counts, random_state=seed)
+    # By answer, as the explainer's score: the two are printed side by side.
     if target is None:
-        return posthoc_accuracy(black_box, X, masks, baseline=baseline)
+        return posthoc_accuracy(black_box, X, masks, baseline=baseline, by_answer=True)
     return posthoc_accuracy(black_box, X, masks, baseline=baseline,
-                            multioutput="raw_values")[target]
+                            multioutput="raw_values", by_answer=True)[target]
 
 
 def _random_label(counts, unit="features"):

@@ -175,7 +175,8 @@ def _run_structured_demo(args):
               f"TPR {100 * tpr:5.1f} %   fitted on {what} in {fitted[name]:.1f} s")
     print(f"  {reference:<{width}}  post-hoc accuracy {chance:.3f}")
     print("Post-hoc accuracy: the share of rows on which the black box keeps its label for "
-          f"y{target + 1} with only the selected features (the others at their mean).")
+          f"y{target + 1} with only the selected features (the others at their mean), "
+          "averaged over its two labels.")
     return 0
 
 
