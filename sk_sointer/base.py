@@ -193,12 +193,13 @@ class _SkorchEstimatorMixin:
         super()._validate_params()
         for name, constraints in self._parameter_constraints.items():
             value = getattr(self, name, None)
-            if (isinstance(value, (bool, np.bool_))
-                    and any(isinstance(c, Interval) for c in constraints)
+            intervals = [c for c in constraints if isinstance(c, Interval)]
+            if (isinstance(value, (bool, np.bool_)) and intervals
                     and not any(c in ("boolean", bool) for c in constraints)):
+                what = "an int" if intervals[0].type is Integral else "a number"
                 raise InvalidParameterError(
-                    f"The {name!r} parameter of {type(self).__name__} must be a number, not "
-                    f"a bool; got {value!r}."
+                    f"The {name!r} parameter of {type(self).__name__} must be {what}, not a "
+                    f"bool; got {value!r}."
                 )
 
     def _draw_background(self, X):

@@ -452,5 +452,6 @@ def test_a_bool_is_refused_wherever_a_number_is_asked_for(name):
         **{name: True})
     # A number's own range refuses True where 1 is out of it (batch_size, train_split).
     with pytest.raises(InvalidParameterError, match=f"'{name}' parameter of L2XExplainer "
-                                                    "must be (a number, not a bool|an? )"):
+                                                    "must be (a number|an int), not a bool|"
+                                                    "must be an? "):
         explainer.fit(X, black_box=lambda rows: np.asarray(rows)[:, :1] > 0)
