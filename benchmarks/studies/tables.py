@@ -387,11 +387,15 @@ def measure(pair, dataset, method, seed, profile, device, k, **labels):
     fit_s = elapsed(lambda: explainer.fit(pair.X_train, black_box=pair.model))[1]
     masks = explainer.transform(pair.X_explain)
     pair.cache[("explainer", dataset, method, seed)] = explainer
-    # Every fidelity is read at the mean; one with background rows also scores on them.
-    own = "fidelity" if explainer.background_ is None else "fidelity_background"
-    run = {**mask_fields(pair, masks), "fit_s": fit_s, own: explainer.score(pair.X_explain),
-           "queries_per_row": 0,
+    # Every fidelity is the share of all rows (score weighs each answer alike), read at the
+    # mean; one with background rows is also read on them.
+    run = {**mask_fields(pair, masks), "fit_s": fit_s, "queries_per_row": 0,
            "params": recorded_params(explainer, seed=False)}
+    if explainer.background_ is not None:
+        value = explainer._masked_value()
+        run["fidelity_background"] = output_agreement(
+            value.full(pair.X_explain), value.masked(pair.X_explain, masks),
+            explainer.output_spec_)
     run.update(evaluation(pair, profile, explainer,
                           (*OUR_ENTRIES, "features_per_row_std") if k is None else OUR_ENTRIES))
     run.update(quality.seed_agreement(pair.cache, (dataset, method), seed, masks))
