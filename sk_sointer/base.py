@@ -785,10 +785,15 @@ class BaseExplainer(
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features) or images
+        X : array-like of shape (n_samples, n_features), images or a table
             Rows to learn explanations from, in their own units; no labels are needed.
             Images are ``(n_samples, height, width)`` or ``(n_samples, channels, height,
-            width)``: the explainer's other methods then take and return that shape.
+            width)``: the explainer's other methods then take and return that shape. A
+            pandas DataFrame with text, category, boolean, date or time columns, or empty
+            cells, is a table: the explainer selects among its columns, asks the model
+            with rows of that frame (the model must take it: a ``Pipeline`` with its
+            encoder, a function of a DataFrame) and its other methods take such frames,
+            matched by column name ("Tables as users have them" in the user guide).
         y : model or array-like of shape (n_samples,) or (n_samples, n_outputs), default=None
             The black box's outputs on ``X`` (class labels, class probabilities, 0/1 label
             indicators or values), or the model itself (see
@@ -862,7 +867,8 @@ class BaseExplainer(
         Returns
         -------
         masks : ndarray of the shape of X
-            0/1 values in the dtype of ``X`` (float32 or float64).
+            0/1 values in the dtype of ``X`` (float32 or float64); for a table, float64,
+            one column per column of the table.
 
         Notes
         -----
