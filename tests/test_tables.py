@@ -290,3 +290,29 @@ def test_a_series_is_one_row_matched_by_name(fitted):
     np.testing.assert_array_equal(expl.transform(row[X.columns[::-1]]), expl.transform(X.iloc[[3]]))
     with pytest.raises(ValueError, match="lacks the columns 'age'"):
         expl.transform(row.drop("age"))
+
+
+def test_sointer_explains_one_output_of_a_multi_label_model_of_the_frame():
+    X = _table(300)
+
+    def two_labels(frame):  # denied (LoanModel's answer), and owns a home
+        owns = np.where(frame["owns_home"].to_numpy(dtype=bool), 0.9, 0.1)
+        return np.column_stack([LoanModel()(frame)[:, 1], owns])
+
+    model = sk_sointer.as_black_box(two_labels, output="multilabel_proba")
+    expl = sk_sointer.SOInterExplainer(k=2, target=0, max_epochs=3, energy_masks=1,
+                                       energy=sk_sointer.EnergyNet(max_epochs=3),
+                                       random_state=0).fit(X, black_box=model)
+    share = pd.Series(expl.transform(X).mean(axis=0), index=X.columns)
+    assert share["owns_home"] == 0 and share[["debt", "grade"]].min() > 0.9, share
+
+
+def test_a_search_over_k_on_the_table():
+    from sklearn.model_selection import GridSearchCV
+
+    X = _table(200)
+    search = GridSearchCV(L2XExplainer(max_epochs=2, refine=None, random_state=0),
+                          {"k": [1, 3]}, cv=2)
+    search.fit(X, black_box=sk_sointer.as_black_box(LoanModel()))
+    assert search.best_params_ == {"k": 3}  # three columns keep more answers than one
+    assert list(search.best_estimator_.get_feature_names_out()) == list(X.columns)
