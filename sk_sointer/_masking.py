@@ -287,11 +287,6 @@ class Masker:
         return self.groups_ is not None
 
     @property
-    def n_raw_features(self):
-        """Width of the rows in their own units."""
-        return len(self.mean_)
-
-    @property
     def n_encoded_features(self):
         """Width of the rows the networks see (before any column a method adds)."""
         return len(self.mean_)

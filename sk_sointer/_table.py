@@ -522,10 +522,6 @@ class TableMasker(Masker):
         return self.column_groups_ is not None
 
     @property
-    def n_raw_features(self):
-        return self.codec.n_columns
-
-    @property
     def n_encoded_features(self):
         return len(self._column_of)
 
