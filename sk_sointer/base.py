@@ -616,13 +616,23 @@ class BaseExplainer(
         # Ties to the judge on table rows at a fixed k (with k=None, REAL-X's thresholded
         # masks were no better on the real tables: 95.9 against 96.1; pixels: ModelJudge).
         judge_ties = problem.layout.image_shape is None and self.k_ is not None
+        drawn = refine.drawn_rows
+        if drawn == "auto":
+            drawn = 0.5 if self._table_codec is not None else 0.0
+        if problem.layout.image_shape is not None or problem.masker.tokens:
+            drawn = 0.0  # a pixel or a token moved between rows makes no row of the data
         judge = ModelJudge(problem.black_box, problem.masker, problem.output_spec, X,
                            outputs, spent=len(X) - n_rows, log_weight=refine.log_weight,
                            background=getattr(self, "background_", None),
                            in_distribution=self._in_distribution_judge(problem, X, outputs,
                                                                        refine, deadline),
                            in_distribution_weight=refine.in_distribution,
-                           judge_ties=judge_ties,
+                           judge_ties=judge_ties, drawn_rows=drawn,
+                           n_drawn=refine.n_drawn, n_partners=n_rows,
+                           # torch's generator (seeded by fit) drawn only when used, so
+                           # that refinements without draws stay as they were
+                           random_state=int(torch.randint(2**31 - 1, ()).item()) if drawn
+                           else None,
                            max_seconds=None if deadline is None else
                            max(0.0, deadline - time.monotonic()))
         callbacks = []

@@ -483,7 +483,7 @@ class SelectorJudgeNet(UpdateSteps, PortableNet, NeuralNet):
         plan = refinement.plan(n_rows, max(1, round(float(np.mean(k)))),
                                model_judge.masker.n_groups_,
                                model_judge.value.queries_per_row, spent=spent,
-                               n_training=n_judged)
+                               n_training=n_judged, judged_queries=model_judge.judged_queries)
         if plan is None:  # the budget cannot pay for judging the selector once
             return None
         model_judge.set_budget(refinement.max_queries - spent, refinement.max_seconds)
@@ -828,7 +828,8 @@ class ModelJudgedNet(ImitationNet):
         # The step is taken only if the budget pays for it and for the evaluation that
         # ends the epoch (KeepBestByModel's); otherwise the epoch's remaining steps are
         # skipped and training ends after that evaluation.
-        reserve = len(dict(self.callbacks_)["keep_best"].index)
+        judged = len(dict(self.callbacks_)["keep_best"].index)
+        reserve = judged * self.model_judge.judged_queries
         if self.budget_spent_ or not self.model_judge.affords(n_rows + reserve):
             self.budget_spent_ = True
             return {"loss": torch.zeros((), device=X.device), "y_pred": None}
@@ -914,7 +915,8 @@ class KeepBestByModel(Callback):
             self.stale_ += 1
         # Also stop when the budget (queries or time) cannot pay for a step of the next
         # epoch and its evaluation.
-        next_epoch = net.n_samples * net.batch_size + len(self.index)
+        next_epoch = (net.n_samples * net.batch_size
+                      + len(self.index) * net.model_judge.judged_queries)
         if (self.stale_ >= self.patience or net.budget_spent_
                 or not net.model_judge.affords(next_epoch)):
             raise KeyboardInterrupt  # skorch's way to end training early
