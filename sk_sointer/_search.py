@@ -703,11 +703,13 @@ class ModelJudge:
         the row's ``n_drawn`` partners (drawn once a row of ``X``), averaged."""
         if self._partners is None:
             self._partners = self._rng.integers(0, self.n_partners, (len(self.X), self.n_drawn))
-        outputs = 0.0
-        for draw in range(self.n_drawn):
-            rows = self._masked_rows(index, group_masks, self._partners[index, draw])
-            outputs = outputs + in_chunks(self._predict, rows)
-        return outputs / self.n_drawn
+        index = np.asarray(index)
+        # all draws in one call: a pipeline's every call costs its own overhead
+        draws = self.n_drawn
+        rows = self._masked_rows(np.tile(index, draws), np.tile(group_masks, (draws, 1)),
+                                 self._partners[index].T.ravel())
+        outputs = in_chunks(self._predict, rows)
+        return outputs.reshape(self.n_drawn, len(index), -1).mean(axis=0)
 
     def on_device(self, device):
         """Whether :meth:`costs` can take rows and masks as tensors on ``device`` and
