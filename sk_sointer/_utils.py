@@ -119,16 +119,6 @@ def writable_float32(X):
     return X if X.flags.writeable else X.copy()
 
 
-def _store_params(estimator, params):
-    """All an estimator's ``__init__`` does: store every parameter unchanged under its own
-    name (scikit-learn's contract; ``fit`` validates). ``params`` is the ``locals()`` of
-    ``__init__``, read before anything else is defined there; a skorch net's ``**kwargs``
-    (the prefixed options it hands to ``NeuralNet``) are not stored."""
-    for name, value in params.items():
-        if name not in ("self", "__class__", "kwargs"):
-            setattr(estimator, name, value)
-
-
 def set_mode(module, training):
     """``module.train(training)``, skipped when the module and every submodule are already
     in that mode: ``train`` re-sets each submodule through the slow ``nn.Module.__setattr__``

@@ -48,22 +48,39 @@ def test_no_explainer_module_trains_in_a_loop_of_its_own(path):
 
 def code_lines(source):
     """Lines of ``source`` that hold code: not blank, not a comment, not in a docstring
-    (of the module, a class or a function)."""
-    docstrings = set()
+    (of the module, a class or a function), not an ``__init__``'s ``self.name = name``
+    (scikit-learn's parameters, one line each: the signature says them already)."""
+    skipped = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             first = node.body[0] if node.body else None
             if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
                     and isinstance(first.value.value, str)):
-                docstrings.update(range(first.lineno, first.end_lineno + 1))
+                skipped.update(range(first.lineno, first.end_lineno + 1))
+        if isinstance(node, ast.FunctionDef) and node.name == "__init__":
+            skipped.update(statement.lineno for statement in node.body
+                           if _assigns_a_parameter(statement))
     return sum(1 for number, line in enumerate(source.splitlines(), 1)
-               if line.strip() and not line.strip().startswith("#") and number not in docstrings)
+               if line.strip() and not line.strip().startswith("#") and number not in skipped)
+
+
+def _assigns_a_parameter(statement):
+    """Whether ``statement`` is ``self.name = name``."""
+    if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
+        return False
+    target, value = statement.targets[0], statement.value
+    return (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+            and target.value.id == "self" and isinstance(value, ast.Name)
+            and value.id == target.attr)
 
 
 def test_the_counter_skips_docstrings_comments_and_blank_lines():
     source = ('"""A module.\n\nIts docstring."""\n\n# why\nimport math\n\n\n'
               'def f(x):\n    """What f does,\n    in two lines."""\n    return math.sqrt(x)  # root\n')
     assert code_lines(source) == 3
+    init = ("class A:\n    def __init__(self, k=1, tau=0.5):\n        self.k = k\n"
+            "        self.tau = tau\n        self.net = None\n")
+    assert code_lines(init) == 3  # the class, the def and the one non-parameter line
 
 
 @pytest.mark.parametrize("name", METHOD_FILES)

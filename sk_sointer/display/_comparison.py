@@ -4,7 +4,6 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .._utils import _store_params
 from ._base import (_explained, _explainers, _feature_names, _label_size, _panels,
                     _positive_int, _table)
 from ._image_mask import _image_rows, _images_and_masks, _overlay
@@ -47,7 +46,9 @@ class ComparisonDisplay:
     """
 
     def __init__(self, masks, *, feature_names=None, images=None):
-        _store_params(self, locals())
+        self.masks = masks
+        self.feature_names = feature_names
+        self.images = images
 
     @classmethod
     def from_masks(cls, masks_by_name, *, images=None, feature_names=None, explainer=None,

@@ -4,7 +4,6 @@ from numbers import Integral
 
 import numpy as np
 
-from .._utils import _store_params
 from ._base import _axes
 
 
@@ -54,7 +53,13 @@ class FidelityVsKDisplay:
 
     def __init__(self, values, mean_scores, std_scores, labels, *, param="k", best=None,
                  score_name="fidelity"):
-        _store_params(self, locals())
+        self.values = values
+        self.mean_scores = mean_scores
+        self.std_scores = std_scores
+        self.labels = labels
+        self.param = param
+        self.best = best
+        self.score_name = score_name
 
     @classmethod
     def from_search(cls, search, *, param="k", ax=None):

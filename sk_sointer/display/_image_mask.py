@@ -3,7 +3,6 @@
 
 import numpy as np
 
-from .._utils import _store_params
 from ._base import (_color, _explained, _labels, _not_an_estimator, _panels, _positive_int,
                     _unit_float)
 
@@ -126,7 +125,9 @@ class ImageMaskDisplay:
     """
 
     def __init__(self, images, masks, *, titles=None):
-        _store_params(self, locals())
+        self.images = images
+        self.masks = masks
+        self.titles = titles
 
     @classmethod
     def from_masks(cls, images, masks, *, titles=None, n_cols=5, color="tab:orange",

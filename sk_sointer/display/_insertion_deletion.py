@@ -4,7 +4,6 @@
 import numpy as np
 from sklearn.metrics import auc
 
-from .._utils import _store_params
 from ..metrics import insertion_deletion_curves
 from ._base import _axes, _check_explainer
 
@@ -44,7 +43,12 @@ class InsertionDeletionDisplay:
 
     def __init__(self, fraction, insertion, deletion, *, insertion_auc, deletion_auc,
                  name=None):
-        _store_params(self, locals())
+        self.fraction = fraction
+        self.insertion = insertion
+        self.deletion = deletion
+        self.insertion_auc = insertion_auc
+        self.deletion_auc = deletion_auc
+        self.name = name
 
     @classmethod
     def from_curves(cls, fraction, insertion, deletion, *, name=None, ax=None):

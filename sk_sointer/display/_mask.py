@@ -2,7 +2,6 @@
 
 import numpy as np
 
-from .._utils import _store_params
 from ._base import (_axes, _check_explainer, _cmap, _explained, _feature_names, _flag, _is_masks,
                     _label_size, _labels, _positive_int, _table)
 
@@ -52,7 +51,10 @@ class MaskDisplay:
     """
 
     def __init__(self, masks, *, feature_names, row_labels=None, holds=None):
-        _store_params(self, locals())
+        self.masks = masks
+        self.feature_names = feature_names
+        self.row_labels = row_labels
+        self.holds = holds
 
     @classmethod
     def from_masks(cls, masks, *, feature_names=None, explainer=None, row_labels=None,

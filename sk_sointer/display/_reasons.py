@@ -4,7 +4,6 @@ import numbers
 
 import numpy as np
 
-from .._utils import _store_params
 from ._base import _axes, _check_explainer, _color, _position
 
 # What ``explainer.reasons(X)`` gives, in its order.
@@ -173,7 +172,9 @@ class ReasonsDisplay:
     """
 
     def __init__(self, reasons, *, row_label=None, kind=None):
-        _store_params(self, locals())
+        self.reasons = reasons
+        self.row_label = row_label
+        self.kind = kind
 
     @classmethod
     def from_reasons(cls, reasons, *, row=None, kind=None, ax=None, color_for="tab:red",

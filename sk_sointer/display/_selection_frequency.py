@@ -3,7 +3,6 @@
 
 import numpy as np
 
-from .._utils import _store_params
 from ._base import (_axes, _check_explainer, _feature_names, _is_masks, _label_size,
                     _positive_int, _table)
 
@@ -83,7 +82,12 @@ class SelectionFrequencyDisplay:
 
     def __init__(self, frequencies, *, feature_names, group_labels=None, group_sizes=None,
                  scores=False, n_left_out=0):
-        _store_params(self, locals())
+        self.frequencies = frequencies
+        self.feature_names = feature_names
+        self.group_labels = group_labels
+        self.group_sizes = group_sizes
+        self.scores = scores
+        self.n_left_out = n_left_out
 
     @classmethod
     def from_masks(cls, masks, *, by=None, feature_names=None, explainer=None, top=None,

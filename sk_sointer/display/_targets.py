@@ -2,7 +2,6 @@
 
 from collections.abc import Mapping
 
-from .._utils import _store_params
 from ._base import _explainers, _feature_names, _is_masks, _panels, _positive_int, _table
 from ._selection_frequency import SelectionFrequencyDisplay, _frequencies
 
@@ -35,7 +34,7 @@ class TargetsDisplay:
     """
 
     def __init__(self, displays):
-        _store_params(self, locals())
+        self.displays = displays
 
     @classmethod
     def from_masks(cls, masks_by_target, *, by=None, feature_names=None, explainer=None,

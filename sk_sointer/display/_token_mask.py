@@ -2,7 +2,6 @@
 
 import numpy as np
 
-from .._utils import _store_params
 from ._base import _axes, _check_explainer, _color, _positive_int
 
 
@@ -98,7 +97,8 @@ class TokenMaskDisplay:
     """
 
     def __init__(self, words, masks):
-        _store_params(self, locals())
+        self.words = words
+        self.masks = masks
 
     @classmethod
     def from_masks(cls, tokens, masks, *, sequencer=None, color="tab:orange", width=60,

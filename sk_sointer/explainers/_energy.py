@@ -44,7 +44,7 @@ from skorch import NeuralNet
 from skorch.utils import to_tensor
 
 from .._networks import EnergyMLP, build_network
-from .._utils import PortableNet, _store_params, device_copies
+from .._utils import PortableNet, device_copies
 from ._net import Update, UpdateSteps, index_batches
 
 
@@ -380,7 +380,13 @@ class EnergyModel(UpdateSteps, PortableNet, NeuralNet):
 
     def __init__(self, module, *, configurations, in_features, loss, max_configurations,
                  n_candidates, cuda_graphs=True, **kwargs):
-        _store_params(self, locals())
+        self.module = module
+        self.configurations = configurations
+        self.in_features = in_features
+        self.loss = loss
+        self.max_configurations = max_configurations
+        self.n_candidates = n_candidates
+        self.cuda_graphs = cuda_graphs
         # The losses are computed in candidate_loss; skorch's parameters must hold a
         # criterion all the same.
         super().__init__(module, criterion=torch.nn.Module, **kwargs)

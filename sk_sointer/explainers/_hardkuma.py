@@ -25,7 +25,6 @@ import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 from torch import nn
 
-from .._utils import _store_params
 from .._docstrings import fill_doc
 from .._networks import MLP
 from ..base import TOKENS_CONSTRAINT, BaseExplainer
@@ -106,7 +105,15 @@ class HardKumaNet(PredictorFirstNet):
 
     def __init__(self, module, *, selection_rate, transition_rate, pairs, predictor_masks,
                  lagrange_lr, lagrange_decay, lagrange_init, lagrange_rho, **kwargs):
-        _store_params(self, locals())
+        self.module = module
+        self.selection_rate = selection_rate
+        self.transition_rate = transition_rate
+        self.pairs = pairs
+        self.predictor_masks = predictor_masks
+        self.lagrange_lr = lagrange_lr
+        self.lagrange_decay = lagrange_decay
+        self.lagrange_init = lagrange_init
+        self.lagrange_rho = lagrange_rho
         super().__init__(module, **kwargs)
 
     def initialize_module(self):
@@ -409,7 +416,38 @@ zero_output=True)
         weight_decay=1e-4, optimizer="adam", callbacks=None, train_split=None, device="auto",
         data_on_device=True, cuda_graphs=True, random_state=None, verbose=0,
     ):
-        _store_params(self, locals())
+        self.selection_rate = selection_rate
+        self.k = k
+        self.transition_rate = transition_rate
+        self.predictor_masks = predictor_masks
+        self.predictor_epochs = predictor_epochs
+        self.append_mask = append_mask
+        self.lagrange_lr = lagrange_lr
+        self.lagrange_decay = lagrange_decay
+        self.lagrange_init = lagrange_init
+        self.lagrange_rho = lagrange_rho
+        self.selector = selector
+        self.predictor = predictor
+        self.refine = refine
+        self.repair = repair
+        self.background = background
+        self.baseline = baseline
+        self.groups = groups
+        self.image_shape = image_shape
+        self.patch_size = patch_size
+        self.tokens = tokens
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.lr = lr
+        self.weight_decay = weight_decay
+        self.optimizer = optimizer
+        self.callbacks = callbacks
+        self.train_split = train_split
+        self.device = device
+        self.data_on_device = data_on_device
+        self.cuda_graphs = cuda_graphs
+        self.random_state = random_state
+        self.verbose = verbose
 
     def _check_params(self, problem):
         super()._check_params(problem)

@@ -15,7 +15,6 @@ from numbers import Integral, Real
 from sklearn.utils._param_validation import Interval
 from skorch.utils import to_tensor
 
-from .._utils import _store_params
 from .._docstrings import fill_doc
 from .._networks import MLP
 from ..base import TOKENS_CONSTRAINT, BaseExplainer
@@ -181,7 +180,30 @@ class L2XExplainer(BaseExplainer):
         data_on_device=True, cuda_graphs=True, random_state=None,
         verbose=0,
     ):
-        _store_params(self, locals())
+        self.k = k
+        self.tau = tau
+        self.selector = selector
+        self.approximator = approximator
+        self.refine = refine
+        self.repair = repair
+        self.background = background
+        self.baseline = baseline
+        self.groups = groups
+        self.image_shape = image_shape
+        self.patch_size = patch_size
+        self.tokens = tokens
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.lr = lr
+        self.weight_decay = weight_decay
+        self.optimizer = optimizer
+        self.callbacks = callbacks
+        self.train_split = train_split
+        self.device = device
+        self.data_on_device = data_on_device
+        self.cuda_graphs = cuda_graphs
+        self.random_state = random_state
+        self.verbose = verbose
 
     def _build_net(self, problem, **net_params):
         return L2XNet(

@@ -37,7 +37,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from .._docstrings import fill_doc
 from .._networks import MLP, output_feedback_selector
 from .._outputs import output_loss, output_values
-from .._utils import _store_params, in_chunks
+from .._utils import in_chunks
 from ..base import BaseExplainer
 from .._topk import topk_mask
 from ..distributions import SubsetConcrete
@@ -69,7 +69,12 @@ class MEEDNet(SelectorJudgeNet):
     judge_optimizer = "approximators_optimizer"
 
     def __init__(self, module, *, feedback, k, tau, w_u, prior_weight, **kwargs):
-        _store_params(self, locals())
+        self.module = module
+        self.feedback = feedback
+        self.k = k
+        self.tau = tau
+        self.w_u = w_u
+        self.prior_weight = prior_weight
         super().__init__(module, **kwargs)
 
     def build_selector(self):
@@ -449,7 +454,34 @@ class MEEDExplainer(BaseExplainer):
         train_split=None, device="auto",
         data_on_device=True, cuda_graphs=True, random_state=None, verbose=0,
     ):
-        _store_params(self, locals())
+        self.k = k
+        self.tau = tau
+        self.w_u = w_u
+        self.prior = prior
+        self.prior_weight = prior_weight
+        self.selector = selector
+        self.feedback = feedback
+        self.approximator = approximator
+        self.adversary = adversary
+        self.refine = refine
+        self.repair = repair
+        self.background = background
+        self.baseline = baseline
+        self.groups = groups
+        self.image_shape = image_shape
+        self.patch_size = patch_size
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.lr = lr
+        self.weight_decay = weight_decay
+        self.optimizer = optimizer
+        self.callbacks = callbacks
+        self.train_split = train_split
+        self.device = device
+        self.data_on_device = data_on_device
+        self.cuda_graphs = cuda_graphs
+        self.random_state = random_state
+        self.verbose = verbose
 
     def explain(self, X, outputs=None):
         """Real-valued importance scores behind the masks (higher means more relied on).

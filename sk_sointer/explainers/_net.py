@@ -36,7 +36,7 @@ from torch.utils.data import Subset
 
 from .._networks import MLP, build_network
 from .._outputs import OutputLoss, output_values
-from .._utils import PortableNet, _store_params, in_chunks, set_mode
+from .._utils import PortableNet, in_chunks, set_mode
 from .._topk import topk_mask, topk_masks_of_sizes
 from ..distributions import GumbelTopK
 from ._graphs import reads_gradients, step_graphs
@@ -713,7 +713,9 @@ class ImitationNet(SelectorJudgeNet):
     (n_rows, n_groups); ``k`` is the subsets' size, or an array of each row's."""
 
     def __init__(self, module, *, k, imitate, **kwargs):
-        _store_params(self, locals())
+        self.module = module
+        self.k = k
+        self.imitate = imitate
         super().__init__(module, **kwargs)
 
     def sizes(self, index):
@@ -782,7 +784,13 @@ class ModelJudgedNet(ImitationNet):
 
     def __init__(self, module, *, k, model_judge, n_samples=8, imitate=None, threshold=None,
                  scores_of=None, **kwargs):
-        _store_params(self, locals())
+        self.module = module
+        self.k = k
+        self.model_judge = model_judge
+        self.n_samples = n_samples
+        self.imitate = imitate
+        self.threshold = threshold
+        self.scores_of = scores_of
         super().__init__(module, k=k, imitate=imitate, **kwargs)
 
     def _size_loss(self, logits, sizes):

@@ -21,7 +21,6 @@ from numbers import Integral, Real
 import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._utils import _store_params
 from .._docstrings import fill_doc
 from .._networks import MLP
 from ..base import TOKENS_CONSTRAINT, BaseExplainer
@@ -51,7 +50,11 @@ class RealXNet(PredictorFirstNet):
     """
 
     def __init__(self, module, *, tau, alpha, schedule, relaxation="rebar", **kwargs):
-        _store_params(self, locals())
+        self.module = module
+        self.tau = tau
+        self.alpha = alpha
+        self.schedule = schedule
+        self.relaxation = relaxation
         super().__init__(module, **kwargs)
 
     def predictor_decay_epochs(self):
@@ -319,7 +322,35 @@ class RealXExplainer(BaseExplainer):
         data_on_device=True, cuda_graphs=True,
         random_state=None, verbose=0,
     ):
-        _store_params(self, locals())
+        self.k = k
+        self.alpha = alpha
+        self.relaxation = relaxation
+        self.tau = tau
+        self.schedule = schedule
+        self.predictor_epochs = predictor_epochs
+        self.append_mask = append_mask
+        self.selector = selector
+        self.predictor = predictor
+        self.refine = refine
+        self.repair = repair
+        self.background = background
+        self.baseline = baseline
+        self.groups = groups
+        self.image_shape = image_shape
+        self.patch_size = patch_size
+        self.tokens = tokens
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.lr = lr
+        self.weight_decay = weight_decay
+        self.optimizer = optimizer
+        self.callbacks = callbacks
+        self.train_split = train_split
+        self.device = device
+        self.data_on_device = data_on_device
+        self.cuda_graphs = cuda_graphs
+        self.random_state = random_state
+        self.verbose = verbose
 
     def _check_params(self, problem):
         super()._check_params(problem)

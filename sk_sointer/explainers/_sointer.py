@@ -28,7 +28,7 @@ from skorch.callbacks import EarlyStopping
 
 from .._docstrings import fill_doc
 from .._networks import MLP
-from .._utils import _store_params, in_chunks, resolve_device
+from .._utils import in_chunks, resolve_device
 from ..base import BaseExplainer, _EpochProgress
 from .._topk import topk_mask
 from ..distributions import SubsetConcrete
@@ -60,7 +60,22 @@ class SOInterNet(SelectorJudgeNet):
                  energy_refit=False, straight_through=False, gradient="relaxed", n_samples=4,
                  black_box=None, rows=None, per_batch_query=False, fill="baseline",
                  n_draws=1, **kwargs):
-        _store_params(self, locals())
+        self.module = module
+        self.energy = energy
+        self.k = k
+        self.tau = tau
+        self.target = target
+        self.objective = objective
+        self.margin = margin
+        self.energy_refit = energy_refit
+        self.straight_through = straight_through
+        self.gradient = gradient
+        self.n_samples = n_samples
+        self.black_box = black_box
+        self.rows = rows
+        self.per_batch_query = per_batch_query
+        self.fill = fill
+        self.n_draws = n_draws
         super().__init__(module, **kwargs)
 
     def initialize_optimizer(self, *args, **kwargs):
@@ -506,7 +521,42 @@ class SOInterExplainer(BaseExplainer):
         data_on_device=True, cuda_graphs=True, random_state=None,
         verbose=0,
     ):
-        _store_params(self, locals())
+        self.target = target
+        self.k = k
+        self.tau = tau
+        self.gradient = gradient
+        self.n_samples = n_samples
+        self.selector = selector
+        self.energy = energy
+        self.energy_masks = energy_masks
+        self.fill = fill
+        self.n_draws = n_draws
+        self.requery = requery
+        self.objective = objective
+        self.margin = margin
+        self.straight_through = straight_through
+        self.energy_refit = energy_refit
+        self.append_mask = append_mask
+        self.n_iter_no_change = n_iter_no_change
+        self.refine = refine
+        self.repair = repair
+        self.background = background
+        self.baseline = baseline
+        self.groups = groups
+        self.image_shape = image_shape
+        self.patch_size = patch_size
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.lr = lr
+        self.weight_decay = weight_decay
+        self.optimizer = optimizer
+        self.callbacks = callbacks
+        self.train_split = train_split
+        self.device = device
+        self.data_on_device = data_on_device
+        self.cuda_graphs = cuda_graphs
+        self.random_state = random_state
+        self.verbose = verbose
 
     # -- fit -----------------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._docstrings import fill_doc
 from .._networks import MLP
 from .._outputs import output_agreement, output_loss, output_values
-from .._utils import _store_params, in_chunks
+from .._utils import in_chunks
 from ..base import _SkorchEstimatorMixin, _check_masks
 from ..explainers._random_mask import JudgeNet
 
@@ -154,7 +154,21 @@ class EvalXEvaluator(_SkorchEstimatorMixin, BaseEstimator):
         data_on_device=True, cuda_graphs=True,
         random_state=None, verbose=0,
     ):
-        _store_params(self, locals())
+        self.predictor = predictor
+        self.append_mask = append_mask
+        self.baseline = baseline
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.lr = lr
+        self.weight_decay = weight_decay
+        self.optimizer = optimizer
+        self.callbacks = callbacks
+        self.train_split = train_split
+        self.device = device
+        self.data_on_device = data_on_device
+        self.cuda_graphs = cuda_graphs
+        self.random_state = random_state
+        self.verbose = verbose
 
     def _build_net(self, problem, **net_params):
         return JudgeNet(
