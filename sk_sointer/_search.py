@@ -152,7 +152,7 @@ def greedy_subsets(predict, X, masker, spec, k, *, full=None, log_weight=0.1,
 
 
 def _greedy(predict, X, masker, spec, k, *, full=None, log_weight=0.1,
-            max_rows_per_query=2**15, background=None, empty=None, judge=None):
+            max_rows_per_query=2**15, background=None, empty=None, judge=None, value=None):
     """:func:`greedy_subsets`, where the model is indifferent broken by a judge.
 
     A round whose best group does not move the model's outputs at all (every group the
@@ -162,7 +162,8 @@ def _greedy(predict, X, masker, spec, k, *, full=None, log_weight=0.1,
     ``X`` so masked, the in-distribution judge) and ``empty`` (the model's outputs on the
     empty mask, one row for all or one a row), such a round adds instead, of the groups
     with which the model still keeps the row's answer (:func:`row_check`), the one the
-    judge rewards most: the one that tells the answer in the data. It costs no query."""
+    judge rewards most: the one that tells the answer in the data. It costs no query.
+    ``value`` (a :class:`_DrawnValue` of these rows) replaces the fill or ``background``."""
     X = np.asarray(X)
     n_rows, n_groups = X.shape[0], masker.n_groups_
     if not 0 <= k <= n_groups:
@@ -172,7 +173,7 @@ def _greedy(predict, X, masker, spec, k, *, full=None, log_weight=0.1,
     chosen = np.zeros((n_rows, n_groups), dtype=np.float32)
     if n_rows == 0:
         return chosen
-    value = MaskedValue(predict, masker, background)
+    value = MaskedValue(predict, masker, background) if value is None else value
     # The outputs on each row as masked so far, from the empty mask's on.
     last = np.full((n_rows, np.shape(full)[1]), np.nan)
     if empty is None:
@@ -183,7 +184,8 @@ def _greedy(predict, X, masker, spec, k, *, full=None, log_weight=0.1,
     for _ in range(k):
         for start in range(0, n_rows, rows_per_chunk):
             block = slice(start, start + rows_per_chunk)
-            _add_best_group(value, X[block], full[block], chosen[block], spec, log_weight,
+            _add_best_group(value.rows(block) if hasattr(value, "rows") else value,
+                            X[block], full[block], chosen[block], spec, log_weight,
                             last[block], None if judge is None else (
                                 lambda rows, masks, start=start: judge(start + rows, masks)))
     return chosen
@@ -218,6 +220,41 @@ def _add_best_group(value, X, full, chosen, spec, log_weight, last, judge=None):
         best[rows[some]] = np.where(keeps, judged, -np.inf)[some].argmax(axis=1)
     chosen[np.arange(n_rows), left[np.arange(n_rows), best]] = 1.0
     last[:] = masked[np.arange(n_rows), best]
+
+
+class _DrawnValue:
+    """The model's outputs on rows with only some groups kept, the others at the fill and,
+    in turn, at each of the row's partner rows: ``(1 - weight)`` times the outputs at the
+    fill plus ``weight`` times their mean over the partners (``ModelRefinement(drawn_rows=)``
+    in the greedy search). A masked row costs ``1 + n_drawn`` queries.
+
+    ``partners[i]`` are the rows of ``X`` whose values row ``i`` of the rows given to
+    :meth:`masked_groups` takes; those rows may be repeated, each consecutively and as
+    often as every other (as the greedy search repeats a row for each candidate group)."""
+
+    def __init__(self, predict, masker, X, partners, weight):
+        self.predict, self.masker, self.X = predict, masker, X
+        self.partners, self.weight = partners, weight
+
+    @property
+    def queries_per_row(self):
+        return 1 + self.partners.shape[1]
+
+    def rows(self, block):
+        """The same value for the rows ``block`` (a slice) of those it was made for."""
+        return _DrawnValue(self.predict, self.masker, self.X, self.partners[block],
+                           self.weight)
+
+    def masked_groups(self, X, group_masks):
+        partners = np.repeat(self.partners, len(X) // len(self.partners), axis=0)
+        kept = self.masker.expand_raw(group_masks) > 0
+        draws = partners.shape[1]
+        # the fill and every draw in one call: a pipeline's every call costs its overhead
+        rows = np.concatenate([self.masker.mask_raw(X, kept)]
+                              + [np.where(kept, X, self.X[partners[:, d]])
+                                 for d in range(draws)])
+        outputs = in_chunks(self.predict, rows).reshape(1 + draws, len(X), -1)
+        return (1 - self.weight) * outputs[0] + self.weight * outputs[1:].mean(axis=0)
 
 
 class ModelRefinement(BaseEstimator):
@@ -467,7 +504,7 @@ class ModelRefinement(BaseEstimator):
         return np.where(swapped, X[donors], X[rows])
 
     def plan(self, n_rows, k, n_groups, queries_per_row=1, spent=0, n_training=None,
-             judged_queries=1):
+             judged_queries=1, greedy_queries=1):
         """How ``max_queries`` is spent refining a selector of ``n_groups`` groups at ``k``
         on ``n_rows`` training rows, or ``None`` when it cannot pay for one evaluation.
         A masked row costs ``queries_per_row`` queries (the background rows it is filled
@@ -477,8 +514,9 @@ class ModelRefinement(BaseEstimator):
         ``max_epochs`` times the square root of the training rows' share: with ten times
         as many rows, about three times the steps of ``max_epochs`` passes over the
         training rows alone, where the budget allows (it bounds the epochs of a table of a
-        few hundred rows first). Judging a row costs ``judged_queries`` masked rows (more
-        than one with ``drawn_rows``: see :attr:`ModelJudge.judged_queries`).
+        few hundred rows first). Judging a row costs ``judged_queries`` masked rows, a
+        masked row of the greedy search ``greedy_queries`` (more than one with
+        ``drawn_rows``: see :attr:`ModelJudge.judged_queries`).
 
         Returns
         -------
@@ -501,7 +539,7 @@ class ModelRefinement(BaseEstimator):
         # sum_{j<k} (n_groups - j)): the greedy share is planned with that bound, which the
         # defaults were tuned with (planned at the exact cost, more rows are imitated, and
         # L2X's ground truth on orange skin fell from 100 to 93 % of the relevant features).
-        per_row = k * n_groups
+        per_row = k * n_groups * greedy_queries
         # the greedy search's share, leaving what the first epoch's evaluation needs
         greedy = min(budget * self.imitate_share, budget - (1 + 2 * judged_queries) * n_eval)
         n_imitated = int(min(n_rows, greedy // max(per_row, 1)))
@@ -806,23 +844,59 @@ class ModelJudge:
         model's search alone taught L2X and MEED to keep features the model never reads
         in up to 41 % of the negative rows' kept features. It costs one query
         (``n_background`` with background rows): the empty mask makes one row of every
-        row."""
+        row.
+
+        With ``drawn_rows``, the search's reward is the model's outputs at the fill and on
+        ``n_drawn`` partner rows of each row mixed (:class:`_DrawnValue`, drawn afresh for
+        every chunk; ``1 + n_drawn`` queries a masked row, :attr:`greedy_queries`), and no
+        judge breaks ties: the drawn rows move the outputs where the fill does not. On
+        the rare answer of a loans table, the subsets chosen so held over 32 training
+        rows on 44 % of the rows, against 23 % for the search at the fill and 40 % for
+        TreeSHAP's top 3, and at the fill on 70 % (81 and 65 %)."""
         chosen = np.zeros((len(index), self.masker.n_groups_), dtype=np.float32)
         judge = empty = None
-        if self.judge_ties and len(index) and self.affords(self.value.queries_per_row):
+        if (self.judge_ties and not self.drawn_rows and len(index)
+                and self.affords(self.value.queries_per_row)):
             empty = self.value.masked_groups(self.X[index[:1]], chosen[:1])
             judge = self.in_distribution
-        per_row = k * self.masker.n_groups_ - k * (k - 1) // 2
+        per_row = (k * self.masker.n_groups_ - k * (k - 1) // 2) * self.greedy_queries
         for start in range(0, len(index), self._GREEDY_ROWS):
             rows = index[start : start + self._GREEDY_ROWS]
             if not self.affords(len(rows) * per_row):
                 break
+            value = None
+            if self.drawn_rows:
+                partners = self._rng.integers(0, self.n_partners, (len(rows), self.n_drawn))
+                value = _DrawnValue(self._predict, self.masker, self.X, partners,
+                                    self.drawn_rows)
             chosen[start : start + len(rows)] = _greedy(
                 self._predict, self.X[rows], self.masker, self.spec, k, full=self.full[rows],
                 log_weight=self.log_weight, background=self.background, empty=empty,
                 judge=None if judge is None else (
-                    lambda local, masks, rows=rows: judge(rows[local], masks)))
+                    lambda local, masks, rows=rows: judge(rows[local], masks)), value=value)
         return chosen
+
+    @property
+    def greedy_queries(self):
+        """Queries a masked row of :meth:`greedy` costs, beyond a background's: one at the
+        fill, and ``n_drawn`` more with ``drawn_rows``."""
+        return 1 + (self.n_drawn if self.drawn_rows else 0)
+
+    def imitated(self, order, n_rows):
+        """``n_rows`` rows of ``order`` (a permutation of the rows) for the greedy search:
+        the first ones, or with ``drawn_rows``, as many of each answer of a classifier as
+        there are (:meth:`answer_weights`' answers, each in the order's order), so that a
+        rare answer's rows all get the search's subsets when the budget pays for a few of
+        the rows only."""
+        order = np.asarray(order)
+        answers = self._answers_of(order) if self.drawn_rows else None
+        if answers is None:
+            return order[:n_rows]
+        rank = np.zeros(len(order), dtype=np.int64)  # each row's among its answer's rows
+        for answer in np.unique(answers):
+            rows = np.flatnonzero(answers == answer)
+            rank[rows] = np.arange(len(rows))
+        return order[np.lexsort((np.arange(len(order)), rank))[:n_rows]]
 
     def row_weights(self, index):
         """:meth:`answer_weights` over every row the judge holds, read at ``index`` (an
@@ -845,14 +919,21 @@ class ModelJudge:
         are imitated so, and the score-function gradient weighs each row so
         (:meth:`row_weights`): on a table where a boosting classifier answers "positive" on
         8 % of the rows, the common answer's rows otherwise set what the selector learns."""
-        spec = self.spec
-        outputs = range(spec.n_outputs) if spec.target is None else [spec.target]
-        if len(outputs) != 1 or "real" in spec.kinds or len(index) == 0:
+        answers = self._answers_of(index)
+        if answers is None:
             return np.ones(len(index), dtype=np.float32)
-        answers = spec.labels(self.full[index])[:, outputs[0]]
         _, inverse, counts = np.unique(answers, return_inverse=True, return_counts=True)
         weights = 1.0 / counts[inverse]
         return (weights / weights.mean()).astype(np.float32)
+
+    def _answers_of(self, index):
+        """The model's answers on rows ``index`` (a classifier's class, the side of 0.5 of
+        a Bernoulli output), or ``None`` for a real output or several outputs."""
+        spec = self.spec
+        outputs = range(spec.n_outputs) if spec.target is None else [spec.target]
+        if len(outputs) != 1 or "real" in spec.kinds or len(index) == 0:
+            return None
+        return spec.labels(self.full[index])[:, outputs[0]]
 
     def judged(self, index, group_masks):
         """``(value, fidelity)`` of rows ``index`` masked by ``group_masks``: the

@@ -483,7 +483,8 @@ class SelectorJudgeNet(UpdateSteps, PortableNet, NeuralNet):
         plan = refinement.plan(n_rows, max(1, round(float(np.mean(k)))),
                                model_judge.masker.n_groups_,
                                model_judge.value.queries_per_row, spent=spent,
-                               n_training=n_judged, judged_queries=model_judge.judged_queries)
+                               n_training=n_judged, judged_queries=model_judge.judged_queries,
+                               greedy_queries=model_judge.greedy_queries)
         if plan is None:  # the budget cannot pay for judging the selector once
             return None
         model_judge.set_budget(refinement.max_queries - spent, refinement.max_seconds)
@@ -491,7 +492,8 @@ class SelectorJudgeNet(UpdateSteps, PortableNet, NeuralNet):
         eval_index = np.sort(torch.randperm(n_judged or n_rows)[: plan.n_eval].numpy())
         imitate = None
         if plan.n_imitated:
-            imitated = np.sort(torch.randperm(n_rows)[: plan.n_imitated].numpy())
+            imitated = np.sort(model_judge.imitated(torch.randperm(n_rows).numpy(),
+                                                    plan.n_imitated))
             imitate = np.zeros((n_rows, model_judge.masker.n_groups_), dtype=np.float32)
             if np.ndim(k) == 0:
                 imitate[imitated] = model_judge.greedy(imitated, k)
