@@ -329,7 +329,7 @@ class ModelRefinement(BaseEstimator):
         rows, where the model is indifferent between groups (a row whose answer the fill
         already gives), the in-distribution judge breaks the tie (with
         ``in_distribution > 0``; see :meth:`ModelJudge.greedy`).
-    imitate_epochs : int, default=0
+    imitate_epochs : int or "auto", default="auto"
         Epochs of training on the greedy targets alone before the score-function epochs:
         the selector learns to imitate the search's subsets on the rows it ran on, and asks
         the model nothing (the selector before them stays a candidate of the one kept).
@@ -339,7 +339,13 @@ class ModelRefinement(BaseEstimator):
         (a forest regressor of doctor visits) by 3.5 to 13 points. But the greedy targets
         are chosen at the fill: on star98 (a boosting regressor) the same 100 epochs left
         the fidelity where it was and cost 5 to 16 points under an in-distribution judge
-        (EVAL-X), so judge both before keeping them. ``0``: none, as before.
+        (EVAL-X), so judge both before keeping them. ``"auto"``: 20 where the targets are
+        chosen in distribution too (``drawn_rows`` above 0: a table read by column, at the
+        defaults), none at the fill alone. On a table, the method's own L2X selector keeps
+        nearly one set of columns for every row (2 distinct sets on 1,000 rows of a credit
+        table), and the score-function epochs, which draw subsets from it, seldom leave
+        it: with 20 epochs of imitation first, 39 to 84 sets, and the rare answer's rows
+        held over training rows 87 % of the time instead of 72 %.
     in_distribution : float, default=0.3
         Weight, from 0 to 1, of an in-distribution judge in the reward and in the choice of
         the selector kept: EVAL-X's predictor (Jethani et al., 2021), trained at fit on
@@ -436,7 +442,7 @@ class ModelRefinement(BaseEstimator):
         "n_eval_rows": [Interval(Integral, 1, None, closed="left")],
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
         "imitate_share": [Interval(Real, 0, 1, closed="both")],
-        "imitate_epochs": [Interval(Integral, 0, None, closed="left")],
+        "imitate_epochs": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"})],
         "in_distribution": [Interval(Real, 0, 1, closed="both")],
         "drawn_rows": [Interval(Real, 0, 1, closed="both"), StrOptions({"auto"})],
         "n_drawn": [Interval(Integral, 1, None, closed="left")],
@@ -448,9 +454,9 @@ class ModelRefinement(BaseEstimator):
 
     def __init__(self, *, max_queries=1_000_000, max_epochs=100, n_samples=8, batch_size=128,
                  lr=3e-3, log_weight=0.1, n_eval_rows=2000, n_iter_no_change=20,
-                 imitate_share=0.5, imitate_epochs=0, in_distribution=0.3, drawn_rows="auto",
-                 n_drawn=4, min_rows=5000, judge_epochs=50, max_seconds=None,
-                 max_extensions=3):
+                 imitate_share=0.5, imitate_epochs="auto", in_distribution=0.3,
+                 drawn_rows="auto", n_drawn=4, min_rows=5000, judge_epochs=50,
+                 max_seconds=None, max_extensions=3):
         self.max_queries = max_queries
         self.max_epochs = max_epochs
         self.n_samples = n_samples

@@ -138,6 +138,9 @@ class Problem:
 
 # Most training rows the refinement's in-distribution judge is trained on.
 _JUDGE_ROWS = 10_000
+# Epochs of imitation of greedy targets chosen in distribution (ModelRefinement's
+# imitate_epochs="auto" with drawn rows).
+_IMITATE_EPOCHS_IN_DISTRIBUTION = 20
 
 # The explainers that read token ids add this to their constraints.
 TOKENS_CONSTRAINT = {"tokens": ["boolean"]}
@@ -621,6 +624,9 @@ class BaseExplainer(
             drawn = 0.5 if self._table_codec is not None else 0.0
         if problem.layout.image_shape is not None or problem.masker.tokens:
             drawn = 0.0  # a pixel or a token moved between rows makes no row of the data
+        if refine.imitate_epochs == "auto":  # imitation where the targets are in distribution
+            refine = clone(refine).set_params(
+                imitate_epochs=_IMITATE_EPOCHS_IN_DISTRIBUTION if drawn else 0)
         judge = ModelJudge(problem.black_box, problem.masker, problem.output_spec, X,
                            outputs, spent=len(X) - n_rows, log_weight=refine.log_weight,
                            background=getattr(self, "background_", None),

@@ -67,10 +67,12 @@ def test_a_table_is_refined_in_distribution_by_default_within_its_budget():
     X = _table()
     params = dict(k=2, max_epochs=4, batch_size=32, random_state=0)
     fits = {}
-    for drawn in ("auto", 0.5, 0.0):
-        refine = ModelRefinement(max_queries=20_000, max_extensions=0, drawn_rows=drawn)
+    for drawn, imitate in (("auto", "auto"), (0.5, 20), (0.0, "auto")):
+        refine = ModelRefinement(max_queries=20_000, max_extensions=0, drawn_rows=drawn,
+                                 imitate_epochs=imitate)
         fits[drawn] = L2XExplainer(refine=refine, **params).fit(X, black_box=LoanModel())
         assert fits[drawn].n_model_queries_ <= 20_000
+    # "auto": drawn rows and 20 epochs of imitation of their greedy targets on a table
     np.testing.assert_array_equal(fits["auto"].transform(X), fits[0.5].transform(X))
     # each evaluation pays for the drawn fidelity: fewer epochs for the same budget
     assert (len(fits["auto"].refinement_fidelity_)
