@@ -232,9 +232,6 @@ class SelectorJudgeNet(UpdateSteps, PortableNet, NeuralNet):
     judge = None
     # False: ``module`` is the judge itself (an evaluator without a selector).
     selector = True
-    # The net class that trains a judge alone (in_distribution_judge, fit_judge_to_masks):
-    # EVAL-X's JudgeNet, a subclass of this one, set where it is defined (_random_mask).
-    in_distribution_net = None
     # True where the judge learns on relaxed masks (L2X's and MEED's approximators, on
     # k-subset Concrete samples) but answers on the selector's exact top-k: the fit then
     # ends with fit_judge_to_masks. The optimizer whose options the judge trains with.
@@ -422,7 +419,7 @@ class SelectorJudgeNet(UpdateSteps, PortableNet, NeuralNet):
         time budget covers it. Returns the fitted
         :class:`~sk_sointer.explainers._random_mask.JudgeNet`."""
         callbacks = [] if deadline is None else [("deadline", _Deadline(deadline))]
-        judge = self.in_distribution_net(
+        judge = _judge_net()(
             MLP(hidden_units=(200, 200), batch_norm=True), masks="random",
             max_epochs=max_epochs, batch_size=min(256, len(X)), lr=1e-3, callbacks=callbacks,
             **{**self.phase_params(), "append_mask": True})
@@ -446,7 +443,7 @@ class SelectorJudgeNet(UpdateSteps, PortableNet, NeuralNet):
         masked rows themselves), 0.99 after this."""
         options = self.get_params_for(self.judge_optimizer)
         module = getattr(self, self.judge + "_")
-        self.in_distribution_net(
+        _judge_net()(
             module, masks="given", max_epochs=max_epochs,
             batch_size=min(self.batch_size, len(X)), lr=self.lr / 10, **self.phase_params(),
             **{"optimizer__" + name: value for name, value in options.items()},
@@ -550,6 +547,15 @@ class SelectorJudgeNet(UpdateSteps, PortableNet, NeuralNet):
             net.epochs_planned_ = len(net.history) + epochs
             net.partial_fit(net_input, index, epochs=epochs)
         return net
+
+
+def _judge_net():
+    """The net class that trains a judge alone (``in_distribution_judge``,
+    ``fit_judge_to_masks``): EVAL-X's JudgeNet, a subclass of SelectorJudgeNet, so defined
+    in a module that imports this one."""
+    from ._random_mask import JudgeNet
+
+    return JudgeNet
 
 
 def index_batches(net, dataset, training, *, on_device=True):

@@ -115,11 +115,6 @@ class JudgeNet(SelectorJudgeNet):
         return -log_likelihood(self, self.module_, X, masks, targets).mean()
 
 
-# The refinement's in-distribution judge is a JudgeNet on random masks (see
-# SelectorJudgeNet.in_distribution_judge); the base cannot import this module.
-SelectorJudgeNet.in_distribution_net = JudgeNet
-
-
 class PredictorFirstNet(SelectorJudgeNet):
     """A selector (``module_``) judged by a random-mask predictor (``predictor_``): the
     schedule REAL-X and HardKuma share.
