@@ -830,8 +830,8 @@ class ModelJudge:
             index = np.asarray(index)
             drawn = self._rng.random(len(index)) < self.drawn_rows
             partners = self._rng.integers(0, self.n_partners, len(index))
-            rows = np.where(drawn[:, None], self._masked_rows(index, group_masks, partners),
-                            self._masked_rows(index, group_masks))
+            rows = self._masked_rows(index, group_masks)
+            rows[drawn] = self._masked_rows(index[drawn], group_masks[drawn], partners[drawn])
             masked = in_chunks(self._predict, rows)
         else:
             masked = self.value.masked_groups(self.X[index], group_masks)
