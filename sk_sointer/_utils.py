@@ -112,13 +112,6 @@ def in_chunks(func, *arrays, chunk=INFERENCE_CHUNK):
     return np.concatenate(results)
 
 
-def writable_float32(X):
-    """``X`` as a float32 ndarray torch can wrap; only read-only arrays (memory maps) are
-    copied, since torch warns on them."""
-    X = np.asarray(X, dtype=np.float32)
-    return X if X.flags.writeable else X.copy()
-
-
 def set_mode(module, training):
     """``module.train(training)``, skipped when the module and every submodule are already
     in that mode: ``train`` re-sets each submodule through the slow ``nn.Module.__setattr__``
