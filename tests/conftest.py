@@ -1,4 +1,7 @@
-"""Shared fixtures: one torch thread, small float32 data, fast explainer instances."""
+"""Shared fixtures: one torch thread, small float32 data, fast explainer instances, a model
+that counts its queries, pyplot on the Agg backend."""
+
+import time
 
 import numpy as np
 import pytest
@@ -96,3 +99,61 @@ def linear_data():
     y = (2 * X[:, 0] - 3 * X[:, 3] + 0.1 * rng.randn(400) > 0).astype(int)
     model = LogisticRegression().fit(X, y)
     return X, y, model
+
+
+@pytest.fixture(scope="module")
+def rows():
+    """80 rows of five features, a logistic regression on one label and a multi-output
+    model on two labels (SOInter's)."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.multioutput import MultiOutputClassifier
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(80, 5).astype(np.float32)
+    labels = np.c_[X[:, 0] > 0, X[:, 1] + X[:, 2] > 0].astype(int)
+    single = LogisticRegression().fit(X, labels[:, 0])
+    multi = MultiOutputClassifier(LogisticRegression()).fit(X, labels)
+    return X, single, multi
+
+
+@pytest.fixture
+def linear_rows():
+    """Rows labelled by the sign of x0 - x2, and a logistic regression fitted to them."""
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(400, 5).astype(np.float32)
+    y = (X[:, 0] - X[:, 2] > 0).astype(int)
+    return X, y, LogisticRegression().fit(X, y)
+
+
+class CountingModel:
+    """A classifier-like function that counts the rows it is asked about, and can fail
+    from its ``fail_at``-th call on or sleep ``delay`` seconds a call."""
+
+    def __init__(self, fail_at=None, delay=0.0):
+        self.rows = 0
+        self.calls = 0
+        self.fail_at = fail_at
+        self.delay = delay
+
+    def __call__(self, rows):
+        self.calls += 1
+        if self.fail_at is not None and self.calls >= self.fail_at:
+            raise RuntimeError("the model is down")
+        time.sleep(self.delay)
+        rows = np.asarray(rows, dtype=np.float64)
+        self.rows += len(rows)
+        p = 1 / (1 + np.exp(-(3 * rows[:, 0] - 2 * rows[:, 1])))
+        return np.column_stack([1 - p, p]).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def plt():
+    """matplotlib's pyplot on the non-interactive Agg backend; skips without matplotlib."""
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as pyplot
+
+    yield pyplot
+    pyplot.close("all")

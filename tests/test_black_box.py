@@ -1,6 +1,7 @@
 """The black-box adapter: what counts as a model, and what its outputs mean."""
 
 import copy
+import threading
 import warnings
 
 import numpy as np
@@ -12,9 +13,12 @@ from sklearn.multioutput import MultiOutputClassifier
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from sk_sointer import BlackBox, as_black_box
+import sk_sointer
+from sk_sointer import BlackBox, L2XExplainer, as_black_box
 from sk_sointer.black_box import check_outputs, output_agreement
 from sk_sointer.metrics import posthoc_accuracy
+
+FAST = {"max_epochs": 2, "batch_size": 32, "random_state": 0, "device": "cpu"}
 
 
 @pytest.fixture
@@ -457,3 +461,120 @@ def test_a_module_whose_outputs_read_as_values_warns_that_logits_need_saying(dat
         assert as_black_box(module, output="values").predict(X).shape == (50, 2)
         proba = torch.nn.Sequential(module, torch.nn.Softmax(dim=1))
         assert as_black_box(proba).spec is None and as_black_box(proba).predict(X).shape == (50, 2)
+
+
+# -- outputs without columns, or the same on every row ------------------------------------
+
+
+def test_a_black_box_with_no_outputs_is_named(rows):
+    X = rows[0]
+    with pytest.raises(ValueError, match=r"returned no outputs \(shape \(80, 0\)\)"):
+        L2XExplainer(k=1, **FAST).fit(X, black_box=lambda x: np.zeros((len(x), 0)))
+
+
+def test_outputs_with_no_columns_are_named_not_a_torch_error(rows):
+    pd = pytest.importorskip("pandas")
+    X = rows[0]
+    for y in (np.ones((len(X), 0)), pd.DataFrame(index=range(len(X)))):
+        with pytest.raises(ValueError, match=r"The outputs y have no columns \(shape \(80, 0\)\)"):
+            L2XExplainer(k=1, **FAST).fit(X, y)
+
+
+def test_a_model_that_answers_every_row_alike_is_warned_of(rows):
+    """A dummy model keeps its answer under any mask: fidelity 1 says nothing of it."""
+    from sklearn.dummy import DummyClassifier, DummyRegressor
+
+    X = rows[0]
+    labels = (X[:, 0] > 0).astype(int)
+    for model in (DummyClassifier().fit(X, labels), DummyRegressor().fit(X, X[:, 1])):
+        with pytest.warns(UserWarning, match=r"gives every row of X the same outputs: any "
+                          r"mask keeps them"):
+            explainer = L2XExplainer(k=1, **FAST).fit(X, black_box=model)
+        assert explainer.score(X) == 1.0
+    with pytest.warns(UserWarning, match="The outputs y give every row"):
+        L2XExplainer(k=1, **FAST).fit(X, np.full(len(X), 2.5))
+    # One output that moves is enough: no warning.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        L2XExplainer(k=1, **FAST).fit(X, np.column_stack([np.full(len(X), 2.5), X[:, 0]]))
+
+
+# -- a torch module in training mode, from several threads --------------------------------
+
+
+class _Noisy(torch.nn.Module):
+    """Dropout that only evaluation mode turns off, and a part kept in the other mode."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.body = torch.nn.Sequential(torch.nn.Linear(5, 16), torch.nn.ReLU(),
+                                        torch.nn.Dropout(0.5), torch.nn.Linear(16, 2))
+        self.frozen = torch.nn.BatchNorm1d(16)
+
+    def forward(self, x):
+        return self.body(x)
+
+
+def test_modes_of_the_users_module_are_restored_exactly(rows):
+    X = rows[0]
+    module = _Noisy().train()
+    module.frozen.eval()  # a part the user keeps in evaluation mode
+    before = {name: part.training for name, part in module.named_modules()}
+    black_box = as_black_box(module, output="logits")
+    first, second = black_box.predict(X), black_box.predict(X)
+    np.testing.assert_array_equal(first, second)  # dropout off during the calls
+    assert {name: part.training for name, part in module.named_modules()} == before
+
+
+def test_threads_scoring_with_a_module_in_training_mode_agree_with_one_thread(rows):
+    X = rows[0]
+    module = _Noisy().train()
+    explainer = L2XExplainer(k=2, **FAST).fit(X, black_box=as_black_box(module, output="logits"))
+    serial = [explainer.score(X[i * 5 : i * 5 + 40]) for i in range(8)]
+    results = [None] * 16
+
+    def work(i):
+        results[i] = explainer.score(X[(i % 8) * 5 : (i % 8) * 5 + 40])
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == serial + serial
+    assert module.training and all(part.training for part in module.body)
+
+
+# -- a classifier's NaN labels ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def evaluated():
+    from sklearn.linear_model import LogisticRegression
+
+    X = np.random.RandomState(1).randn(120, 4).astype(np.float32)
+    model = LogisticRegression().fit(X, X[:, 0] > 0)
+    explainer = sk_sointer.L2XExplainer(k=2, max_epochs=1, random_state=0,
+                                        refine=None).fit(X, black_box=model)
+    return X, model, explainer
+
+
+def test_nan_labels_from_a_classifier_are_refused_everywhere_they_are_read(evaluated):
+    from sklearn.linear_model import LogisticRegression
+
+    class NanLabels(LogisticRegression):
+        def predict(self, X):
+            return np.full(len(X), np.nan)
+
+    X, _, _ = evaluated
+    model = NanLabels().fit(X, X[:, 0] > 0)
+    uses = [
+        lambda: sk_sointer.L2XExplainer(k=2, max_epochs=1).fit(X, black_box=model),
+        lambda: sk_sointer.metrics.posthoc_accuracy(model, X, np.ones_like(X)),
+        lambda: sk_sointer.metrics.evaluate(np.ones_like(X), model, X, baseline="mean",
+                                            entries=["fidelity_kept"]),
+    ]
+    for use in uses:
+        with pytest.raises(ValueError, match="answered NaN or infinite labels"):
+            use()

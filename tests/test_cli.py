@@ -4,6 +4,8 @@ import csv
 import json
 import os
 import re
+import subprocess
+import sys
 
 import joblib
 import numpy as np
@@ -14,6 +16,7 @@ from sklearn.linear_model import LogisticRegression
 import sk_sointer
 from sk_sointer._cli import _common, demo, explain
 from sk_sointer._cli import _param as cli_param
+from sk_sointer._cli._common import _HELP_DEFAULTS, _defaults, _methods
 from sk_sointer._cli import main
 from sk_sointer._topk import topk_mask
 from sk_sointer import metrics
@@ -1153,3 +1156,48 @@ def test_a_file_separated_by_another_character_is_told_so(capsys, tmp_path, mode
     path.write_text("\n".join(lines) + "\n")
     err = run_error(capsys, ["explain", model_path, str(path), "-k", "2", "--out", "m.csv"])
     assert f"seems to separate its values with {name}" in err and "save it with commas" in err
+
+
+# -- the help and the SOInter demo --------------------------------------------------------
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["demo", "--help"], ["explain", "--help"],
+                                  ["inspect", "--help"], []])
+def test_the_help_imports_no_torch(argv):
+    script = ("import runpy, sys\n"
+              "sys.argv = ['sk_sointer', *sys.argv[1:]]\n"
+              "try:\n"
+              "    runpy.run_module('sk_sointer', run_name='__main__')\n"
+              "except SystemExit as exc:\n"
+              "    code = exc.code\n"
+              "print('torch imported:', 'torch' in sys.modules, 'exit:', code)\n")
+    done = subprocess.run([sys.executable, "-c", script, *argv], capture_output=True,
+                          text=True, timeout=120)
+    assert done.stdout.rstrip().endswith("torch imported: False exit: 0"), done.stderr
+    assert "usage: python -m sk_sointer" in done.stdout
+
+
+def test_the_helps_defaults_are_the_classes():
+    for name, cls in _methods().items():
+        defaults = _defaults(cls)
+        listed = _HELP_DEFAULTS[name]
+        assert {key: defaults[key] for key in listed} == listed, name
+        for key in ("predictor_epochs", "selection_rate"):
+            assert (key in defaults) == (key in listed), (name, key)
+
+
+def test_demo_sointer_shows_sointer_and_l2x_on_one_output(capsys):
+    argv = ["demo", "--method", "sointer", "--dataset", "E1", "--n-samples", "600",
+            "--max-epochs", "2", "--max-queries", "1000"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "Explaining output y2 of the 300 held-out rows" in out
+    for name in ("SOInterExplainer", "L2XExplainer", "random 4-feature masks"):
+        line = next(line for line in out.splitlines() if line.strip().startswith(name))
+        accuracy = float(line.split("post-hoc accuracy")[1].split()[0])
+        assert 0 <= accuracy <= 1
+
+
+def test_demo_sointer_refuses_single_output_sets(capsys):
+    assert main(["demo", "--method", "sointer", "--dataset", "xor"]) == 2
+    assert "structured-output sets E1, E2" in capsys.readouterr().err

@@ -6,9 +6,14 @@ Only SOInter's checks that fit are expected to fail, for the reason its tags giv
 (``_xfail_checks``, read by ``sk_sointer.base.expected_failed_checks``).
 """
 
+import warnings
+
+import numpy as np
+import torch
 from sklearn.utils.estimator_checks import check_estimator, parametrize_with_checks
 
 import sk_sointer
+from sk_sointer import L2XExplainer
 from sk_sointer.base import expected_failed_checks
 
 PUBLIC_ESTIMATORS = [sk_sointer.L2XExplainer(), sk_sointer.RealXExplainer(),
@@ -45,3 +50,14 @@ def test_check_estimator_passes_for_sointer_with_its_declared_failures():
     assert not [result["check_name"] for result in results if result["status"] == "failed"]
     assert {result["check_name"] for result in results if result["status"] == "xfail"} == set(
         expected_failed_checks(estimator))
+
+
+def test_default_k_on_a_narrow_table_keeps_every_feature():
+    rng = np.random.RandomState(0)
+    X = rng.randn(100, 3).astype(np.float32)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        expl = L2XExplainer(max_epochs=1).fit(X, (X[:, 0] > 0).astype(int))
+    assert any("k=4 is greater than n_features=3" in str(w.message) for w in caught)
+    np.testing.assert_array_equal(expl.transform(X), 1.0)
+    assert torch.get_num_threads() >= 1

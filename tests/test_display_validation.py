@@ -271,3 +271,78 @@ def test_a_lone_axes_and_an_array_of_axes_are_both_accepted():
     assert list(ImageMaskDisplay.from_masks(_IMAGES, _IMAGES > 0, ax=axes).axes_) == list(axes)
     with pytest.raises(TypeError, match=r"ax \(each panel\) should be a matplotlib Axes"):
         ImageMaskDisplay.from_masks(_IMAGES, _IMAGES > 0, ax=[axes[0], "ax"])
+
+
+# Empty, non-finite or out-of-range input, refused in one line.
+
+
+def _sequencer():
+    from sk_sointer.text import TokenSequencer
+
+    return TokenSequencer().fit(["not bad at all", "bad film"])
+
+
+_EYE = np.eye(4)
+_DISPLAY_CASES = {
+    "table without rows": ("MaskDisplay", "from_masks", (np.zeros((0, 4)),), {},
+                           "one row and one feature at least"),
+    "table without features": ("SelectionFrequencyDisplay", "from_masks", (np.zeros((3, 0)),),
+                               {}, "one row and one feature at least"),
+    "NaN masks": ("MaskDisplay", "from_masks", (np.full((2, 3), np.nan),), {},
+                  "masks should be finite"),
+    "negative top": ("SelectionFrequencyDisplay", "from_masks", (_EYE,), {"top": -1},
+                     "top should be a whole number >= 1"),
+    "fractional top": ("SelectionFrequencyDisplay", "from_masks", (_EYE,), {"top": 1.5},
+                       "top should be a whole number >= 1"),
+    "NaN by": ("SelectionFrequencyDisplay", "from_masks", (_EYE,),
+               {"by": [0.0, 1.0, np.nan, 1.0]}, "holds missing values"),
+    "None by": ("SelectionFrequencyDisplay", "from_masks", (_EYE,),
+                {"by": np.array(["a", None, "b", "a"], dtype=object)}, "holds missing values"),
+    "no images": ("ImageMaskDisplay", "from_masks", (np.zeros((0, 4, 4)), np.zeros((0, 4, 4))),
+                  {}, "one image at least"),
+    "no images to compare": ("ComparisonDisplay", "from_masks",
+                             ({"a": np.zeros((0, 4, 4))},), {"images": np.zeros((0, 4, 4))},
+                             "one image at least"),
+    "NaN image masks": ("ImageMaskDisplay", "from_masks",
+                        (np.zeros((1, 4, 4)), np.full((1, 4, 4), np.nan)), {},
+                        "masks should be finite"),
+    "fractions beyond 1": ("InsertionDeletionDisplay", "from_curves",
+                           ([0, 5, 10], [0.5, 1, 1], [1, 0.5, 0.5]), {},
+                           "fraction should increase within"),
+    "fractions not increasing": ("InsertionDeletionDisplay", "from_curves",
+                                 ([0, 0.6, 0.5, 1], [0.5, 1, 1, 1], [1, 0.5, 0.5, 0.5]), {},
+                                 "not increasing"),
+    "NaN curve": ("InsertionDeletionDisplay", "from_curves",
+                  ([0, 0.5, 1], [np.nan, 1, 1], [1, 0.5, 0.5]), {}, "should be finite"),
+    "zero width": ("TokenMaskDisplay", "from_masks", ([["bad", "film"]], [[1, 0]]),
+                   {"width": 0}, "width should be a whole number >= 1"),
+    "negative id": ("TokenMaskDisplay", "from_masks", ([[1, -1]], [[1, 0]]),
+                    {"sequencer": "fitted"}, r"token ids should be whole numbers in \[0, "),
+    "id beyond the vocabulary": ("TokenMaskDisplay", "from_masks", ([[1, 99]], [[1, 0]]),
+                                 {"sequencer": "fitted"}, r"got \[99.0\]"),
+    "fractional id": ("TokenMaskDisplay", "from_masks", ([[1, 2.5]], [[1, 0]]),
+                      {"sequencer": "fitted"}, r"got \[2.5\]"),
+}
+
+
+@pytest.mark.parametrize("case", list(_DISPLAY_CASES))
+def test_displays_refuse_bad_input_in_one_line(plt, case):
+    from sk_sointer import display
+
+    name, method, args, kwargs, message = _DISPLAY_CASES[case]
+    if kwargs.get("sequencer") == "fitted":
+        kwargs = {**kwargs, "sequencer": _sequencer()}
+    with pytest.raises(ValueError, match=message) as info:
+        getattr(getattr(display, name), method)(*args, **kwargs)
+    assert "\n" not in str(info.value)
+
+
+def test_token_display_reads_valid_ids_through_the_vocabulary(plt):
+    from sk_sointer.display import TokenMaskDisplay
+
+    sequencer = _sequencer()
+    words = list(sequencer.words_)
+    ids = [[words.index("bad"), words.index("film"), 0]]
+    display = TokenMaskDisplay.from_masks(ids, [[1, 0, 1]], sequencer=sequencer, width=1)
+    assert [t.get_text() for t in display.texts_] == ["bad", "film"]
+    assert [t.get_text() for t in display.texts_ if t.get_bbox_patch()] == ["bad"]

@@ -1,12 +1,15 @@
 """evaluate: one report of an explanation, each entry checked against a hand computation on a
-tiny case."""
+tiny case; its options and the model it is given checked, each refusal in one line; its
+report on one or two rows and as a printed table; and break_even_rows."""
 
 import numpy as np
 import pytest
 import torch
+from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV
 
+import sk_sointer
 from sk_sointer import L2XExplainer, as_black_box
 from sk_sointer.datasets import make_orange_skin
 from sk_sointer.metrics import (
@@ -245,3 +248,124 @@ def test_a_frame_is_perturbed_as_a_frame(orange):
                                                         "relative_input_stability"],
                           n_perturbations=2)
     assert 0 <= report.mask_change <= 1 and np.isfinite(report.relative_input_stability)
+
+
+@pytest.fixture(scope="module")
+def evaluated():
+    from sklearn.linear_model import LogisticRegression
+
+    X = np.random.RandomState(1).randn(120, 4).astype(np.float32)
+    model = LogisticRegression().fit(X, X[:, 0] > 0)
+    explainer = sk_sointer.L2XExplainer(k=2, max_epochs=1, random_state=0,
+                                        refine=None).fit(X, black_box=model)
+    return X, model, explainer
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"n_perturbations": 0}, ValueError, "n_perturbations should be an integer > 0"),
+    ({"n_perturbations": 2.5}, ValueError, "n_perturbations should be an integer"),
+    ({"noise": -0.1}, ValueError, "noise should be a finite number >= 0"),
+    ({"noise": np.inf}, ValueError, "noise should be a finite number >= 0"),
+    ({"peer_ms_per_row": np.nan}, ValueError, "peer_ms_per_row should be a finite number"),
+    ({"peer_ms_per_row": -3.0}, ValueError, "peer_ms_per_row should be a finite number"),
+    ({"fit_seconds": -1.0}, ValueError, "fit_seconds should be a finite number >= 0"),
+    ({"refit_seeds": "01"}, ValueError, "refit_seeds should be integers"),
+    ({"scores": np.full((120, 4), np.nan)}, ValueError, "scores should be finite"),
+    ({"scores": np.ones((120, 3))}, ValueError, r"scores should have the shape of X \(120, 4\)"),
+    ({"X_reference": np.ones((10, 3))}, ValueError, r"X_reference should have the width of X"),
+    ({"X_reference": np.ones((1, 4))}, ValueError, "X_reference should have 2 rows at least"),
+    ({"evaluator": sk_sointer.EvalXEvaluator}, TypeError, "not the class EvalXEvaluator"),
+    ({"evaluator": object()}, TypeError, "evaluator should be a fitted EvalXEvaluator"),
+])
+def test_evaluate_refuses_bad_options_in_one_line(evaluated, kwargs, error, message):
+    X, model, explainer = evaluated
+    for explanation, options in ((explainer, {}),
+                                 (explainer.transform(X), {"baseline": "mean", "model": model})):
+        with pytest.raises(error, match=message) as info:
+            sk_sointer.metrics.evaluate(explanation, X=X, **options, **kwargs)
+        assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("fit_seconds, us_per_row, peer_ms_per_row, expected", [
+    (30.0, 2.0, 12.0, pytest.approx(2500.4, abs=0.1)),
+    (0.0, 2.0, 12.0, 0.0),
+    (30.0, 20_000.0, 12.0, np.inf),  # not cheaper a row: never pays off
+    (-30.0, 2.0, 12.0, ValueError), (30.0, np.nan, 12.0, ValueError),
+    (30.0, 2.0, np.nan, ValueError), (np.inf, 2.0, 12.0, ValueError),
+    (30.0, 2.0, 0.0, ValueError), (30.0, -2.0, 12.0, ValueError),
+])
+def test_break_even_rows_values_and_refusals(fit_seconds, us_per_row, peer_ms_per_row,
+                                             expected):
+    compute = lambda: sk_sointer.metrics.break_even_rows(  # noqa: E731
+        fit_seconds, us_per_row, peer_ms_per_row)
+    if expected is ValueError:
+        with pytest.raises(ValueError, match="should be a finite number"):
+            compute()
+    else:
+        assert compute() == expected
+
+
+@pytest.mark.parametrize("rows", [slice(0, 1), slice(0, 2)])
+def test_evaluate_on_one_or_two_rows_reports_or_says_why_not(evaluated, rows):
+    X, model, explainer = evaluated
+    report = sk_sointer.metrics.evaluate(explainer, X=X[rows], peer_ms_per_row=12.0)
+    assert report.fidelity_kept in (0.0, 0.5, 1.0)
+    assert report.features_per_row == 2.0 and report.fit_s == explainer.fit_time_
+    assert np.isfinite(report.break_even_rows)
+    if X[rows].shape[0] == 1:
+        assert "2 rows" in report.notes["road_kept"] and "2 rows" in report.notes["mask_change"]
+        assert "road_kept" not in report and "mask_change" not in report
+        with_reference = sk_sointer.metrics.evaluate(explainer, X=X[rows], X_reference=X,
+                                                     entries=["road_kept", "road_removed"])
+        assert set(with_reference) == {"notes", "road_kept", "road_removed"}
+    else:
+        assert 0.0 <= report.mask_change <= 1.0 and np.isfinite(report.road_kept)
+
+
+def test_evaluate_takes_the_model_first_too_and_refuses_a_model_alone(evaluated):
+    X, model, explainer = evaluated
+    entries = ["fidelity_kept", "fidelity_removed", "features_per_row"]
+    expected = sk_sointer.metrics.evaluate(explainer, model, X, entries=entries)
+    swapped = sk_sointer.metrics.evaluate(model, explainer, X, entries=entries)
+    assert dict(swapped) == dict(expected)
+    masks = explainer.transform(X)
+    raw = sk_sointer.metrics.evaluate(model, masks, X, baseline=explainer.masker_.baseline_,
+                                      entries=entries)
+    assert raw.fidelity_kept == expected.fidelity_kept
+    with pytest.raises(TypeError, match="should be a fitted explainer or 0/1 masks"):
+        sk_sointer.metrics.evaluate(model, X=X)
+    with pytest.raises(NotFittedError):
+        sk_sointer.metrics.evaluate(sk_sointer.L2XExplainer(), model, X)
+
+
+def test_evaluate_refuses_a_model_without_the_explained_output(evaluated):
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.multioutput import MultiOutputClassifier
+
+    X, model, _ = evaluated
+    labels = np.column_stack([X[:, 0] > 0, X[:, 1] > 0, X[:, 2] > 0])
+    multi = MultiOutputClassifier(LogisticRegression()).fit(X, labels)
+    soi = sk_sointer.SOInterExplainer(k=2, target=2, max_epochs=1,
+                                      refine=None, random_state=0).fit(X, black_box=multi)
+    with pytest.raises(ValueError, match="explains output 2 of its model, but the model given "
+                                         "has 1 output"):
+        sk_sointer.metrics.evaluate(soi, model, X, entries=["fidelity_kept"])
+    assert 0.0 <= sk_sointer.metrics.evaluate(soi, X=X, entries=["fidelity_kept"]).fidelity_kept
+
+
+def test_evaluate_report_prints_as_a_table_and_stays_a_bunch(evaluated):
+    from sklearn.utils import Bunch
+
+    X, _, explainer = evaluated
+    report = sk_sointer.metrics.evaluate(
+        explainer, X=X, entries=["fidelity_kept", "insertion_auc", "eacc", "fit_s"])
+    assert isinstance(report, Bunch) and report["fit_s"] == report.fit_s
+    text = str(report)
+    assert text == repr(report)
+    lines = text.splitlines()
+    assert lines[0] == "evaluate report"
+    assert any(line.split() == ["fidelity_kept", f"{report.fidelity_kept:.4g}"]
+               for line in lines)
+    assert any(line.split()[0] == "fraction" and line.split()[1].startswith("[")
+               for line in lines)
+    assert "    eacc: needs evaluator=" in lines

@@ -1,5 +1,5 @@
 """Images: rows given as (n, H, W) or (n, C, H, W) arrays, or flat with image_shape; patches
-as feature groups; the convolutional factories."""
+as feature groups; the convolutional factories; image masks refused as tables."""
 
 import pickle
 
@@ -9,13 +9,17 @@ import torch
 from sklearn.datasets import load_digits
 from sklearn.linear_model import LogisticRegression
 
+import sk_sointer
 from sk_sointer import CNN, CNNSelector, L2XExplainer, ModelRefinement, RealXExplainer, load, save
 from sk_sointer._layout import image_shape_of, patch_groups
 from sk_sointer.metrics import posthoc_accuracy
 
+from .conftest import CountingModel
+
 torch.set_num_threads(1)
 
 FAST = dict(random_state=0, device="cpu")
+FAST_FIT = {"max_epochs": 2, "batch_size": 32, "random_state": 0, "device": "cpu"}
 
 
 class _Probabilities(torch.nn.Module):
@@ -231,3 +235,41 @@ class _Scale(torch.nn.Module):
 
     def forward(self, x):
         return x / self.scale
+
+
+@pytest.mark.parametrize("patch_size", [True, (2, 3, 4), (2, False), (0, 2)])
+def test_patch_size_must_be_one_or_two_positive_ints(patch_size):
+    images = np.random.RandomState(0).rand(20, 6, 6).astype(np.float32)
+    with pytest.raises(ValueError, match="patch_size should be a positive integer or a pair"):
+        L2XExplainer(k=1, patch_size=patch_size, max_epochs=1).fit(images, images[:, 0, 0] > 0.5)
+
+
+def test_pandas_output_of_image_masks_is_refused_with_the_way_out():
+    pytest.importorskip("pandas")
+    images = np.random.RandomState(0).rand(40, 6, 6).astype(np.float32)
+    explainer = L2XExplainer(k=2, **FAST_FIT).set_output(transform="pandas")
+    explainer.fit(images, images[:, 0, 0] > 0.5)
+    with pytest.raises(ValueError, match=r"set_output\(transform='pandas'\) makes tables, .* "
+                                         r"images of shape \(6, 6\)"):
+        explainer.transform(images)
+    # Flat rows with image_shape: one column per pixel.
+    flat = L2XExplainer(k=2, image_shape=(6, 6), **FAST_FIT).set_output(transform="pandas")
+    masks = flat.fit(images.reshape(40, 36), images[:, 0, 0] > 0.5).transform(
+        images.reshape(40, 36))
+    assert list(masks.columns) == [f"x{i}" for i in range(36)]
+    assert (masks.sum(axis=1) == 2).all()
+
+
+@pytest.mark.parametrize("cls", [sk_sointer.MEEDExplainer, sk_sointer.L2XExplainer],
+                         ids=lambda c: c.__name__)
+@pytest.mark.parametrize("container", ["pandas"])
+def test_tables_of_image_masks_are_refused_by_every_explainer(cls, container):
+    pytest.importorskip(container)
+    images = np.random.RandomState(0).randn(20, 6, 6).astype(np.float32)
+    model = CountingModel()
+    explainer = cls(k=3, max_epochs=1, refine=None).set_output(transform=container)
+    explainer.fit(images.reshape(20, 6, 6), black_box=lambda rows: model(
+        np.asarray(rows).reshape(len(rows), -1)))
+    with pytest.raises(ValueError, match=f"set_output\\(transform='{container}'\\) makes "
+                                         "tables, but this .* was fitted on images"):
+        explainer.transform(images)

@@ -11,6 +11,8 @@ from sk_sointer import L2XExplainer
 from sk_sointer.datasets import make_orange_skin
 from sk_sointer.parallel import dask_transform, spark_predict_fn
 
+FAST = {"max_epochs": 2, "batch_size": 32, "random_state": 0, "device": "cpu"}
+
 
 @pytest.fixture(scope="module")
 def fitted():
@@ -190,3 +192,16 @@ def test_spark_dataframe_gains_a_mask_column(fitted, tmp_path):
         np.testing.assert_array_equal(np.stack([by_row[tuple(row)] for row in data]), expected)
     finally:
         spark.stop()
+
+
+def test_dask_transform_refuses_text_columns_before_computing(rows):
+    pd = pytest.importorskip("pandas")
+    dd = pytest.importorskip("dask.dataframe")
+    from sk_sointer.parallel import dask_transform
+
+    X, single, _ = rows
+    explainer = L2XExplainer(k=1, **FAST).fit(X[:, :3], single.predict(X))
+    frame = pd.DataFrame(X[:, :3], columns=["a", "b", "c"]).astype({"c": str})
+    columns = r"numbers only; its columns \{'c': '(object|str|string)'\}"
+    with pytest.raises(ValueError, match=columns):
+        dask_transform(explainer, dd.from_pandas(frame, npartitions=2))

@@ -1,4 +1,5 @@
-"""save and load: a fitted estimator written without pickle, rebuilt to give the same answers."""
+"""save and load: a fitted estimator written without pickle, rebuilt to give the same answers;
+and pickling, which leaves out a black box that cannot be pickled, with a warning."""
 
 import _pickle
 import copy
@@ -680,3 +681,34 @@ def test_a_clustering_model_fitted_on_float64_is_given_back_to_load(tmp_path):
     loaded = load(path, black_box=kmeans)
     np.testing.assert_array_equal(loaded.transform(X), explainer.transform(X))
     assert loaded.score(X) == explainer.score(X)
+
+
+# Pickling
+# --------
+
+
+def _unpicklable(model):
+    return lambda rows: model.predict_proba(rows)  # noqa: E731 - lambdas do not pickle
+
+
+def test_pickling_leaves_the_live_explainer_its_black_box(linear_rows):
+    X, y, model = linear_rows
+    expl = L2XExplainer(k=2, max_epochs=2, random_state=0).fit(X, black_box=_unpicklable(model))
+    before = expl.score(X)
+    with pytest.warns(UserWarning, match="cannot be pickled and is left out"):
+        loaded = pickle.loads(pickle.dumps(expl))
+    with pytest.warns(UserWarning, match="cannot be pickled"):
+        copy.deepcopy(expl)
+    assert expl.black_box_ is not None and expl.score(X) == before
+    assert loaded.black_box_ is None
+    np.testing.assert_array_equal(loaded.transform(X), expl.transform(X))
+
+
+def test_evalx_with_an_unpicklable_black_box_pickles_with_a_warning(linear_rows):
+    X, y, model = linear_rows
+    evaluator = EvalXEvaluator(max_epochs=2, random_state=0).fit(X, black_box=_unpicklable(model))
+    with pytest.warns(UserWarning, match="cannot be pickled and is left out"):
+        loaded = pickle.loads(pickle.dumps(evaluator))
+    assert evaluator.black_box_ is not None and loaded.black_box_ is None
+    masks = np.ones_like(X)
+    np.testing.assert_allclose(loaded.predict_masked(X, masks), evaluator.predict_masked(X, masks))

@@ -528,3 +528,25 @@ def test_an_explainer_given_where_masks_or_images_go_is_named(masks):
     with pytest.raises(TypeError, match="An explainer is not the model it explains: pass the "
                        "model itself"):
         posthoc_accuracy(explainer, X, explainer.transform(X))
+
+
+@pytest.mark.parametrize("n_features", [4, 28, 60])
+def test_selection_frequency_by_label_has_room_and_readable_legend(plt, n_features):
+    from sk_sointer.display import SelectionFrequencyDisplay
+
+    rng = np.random.RandomState(0)
+    masks = (rng.rand(50, n_features) > 0.5).astype(float)
+    by = np.repeat([0, 1], 25)
+    names = [f"feature_{j}" for j in range(n_features)]
+    display = SelectionFrequencyDisplay.from_masks(masks, by=by, feature_names=names)
+    legend = [t.get_text() for t in display.ax_.get_legend().get_texts()]
+    assert legend == ["by = 0 (25 rows)", "by = 1 (25 rows)"]
+    figure = display.figure_
+    width, height = figure.get_size_inches()
+    assert width <= 14 and height >= 3  # no strip: a page's width, room for the names
+    figure.canvas.draw()
+    drawn = figure.get_tightbbox(figure.canvas.get_renderer())
+    assert drawn.x0 >= -0.01 and drawn.y0 >= -0.01  # names and legend inside the figure
+    assert drawn.x1 <= width + 0.01 and drawn.y1 <= height + 0.01
+    top = SelectionFrequencyDisplay.from_masks(masks, top=n_features + 5)
+    assert len(top.bars_[0]) == n_features  # a top beyond the features keeps them all

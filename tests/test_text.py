@@ -15,6 +15,7 @@ torch.set_num_threads(1)
 
 N_ROWS, LENGTH = 800, 12
 POSITIVE, NEGATIVE = 2, 3
+FAST = {"max_epochs": 2, "batch_size": 32, "random_state": 0, "device": "cpu"}
 
 
 class _SentimentOfTwoWords(torch.nn.Module):
@@ -111,3 +112,36 @@ def test_token_sequencer_pads_cuts_and_maps_masks_back_to_words():
     np.testing.assert_array_equal(copy.transform(texts), ids[:3])
     with pytest.raises(ValueError, match="list of texts"):
         sequencer.transform("one text")
+
+
+def test_a_stray_huge_token_id_is_named_before_any_embedding_is_built():
+    from sk_sointer import TokenCNN, TokenCNNSelector
+
+    rng = np.random.RandomState(0)
+    ids = rng.randint(1, 30, size=(30, 6))
+    ids[3, 2] = 2_000_000  # an embedding of 4.2 GB, were it sized by it
+    explainer = L2XExplainer(k=1, tokens=True, selector=TokenCNNSelector(filters=4),
+                             approximator=TokenCNN(filters=4, hidden_units=(4,)), **FAST)
+    with pytest.raises(ValueError, match="token id 2000000, .* ids below 65536 for these 180 "
+                                         "tokens .*TokenSequencer"):
+        explainer.fit(ids, ids[:, 0] % 2)
+    ids[3, 2] = 10**12  # float32 rounds the id, which is named still
+    with pytest.raises(ValueError, match=r"token id 99999999\d+, "):
+        explainer.fit(ids, ids[:, 0] % 2)
+    ids[3, 2] = 65_535  # at the bound: fits, the embedding sized by it
+    explainer.set_params(max_epochs=1).fit(ids, ids[:, 0] % 2)
+    assert explainer.n_tokens_ == 65_536
+
+
+def test_selected_words_refuses_ids_outside_the_vocabulary():
+    from sk_sointer.text import TokenSequencer
+
+    sequencer = TokenSequencer(max_length=4).fit(["alpha beta gamma", "beta gamma delta"])
+    n_words = len(sequencer.words_)
+    ids = sequencer.transform(["alpha gamma"])
+    assert sequencer.selected_words(ids, np.ones_like(ids)) == [["alpha", "gamma"]]
+    for bad in (n_words, 99, -2):  # beyond the vocabulary, or negative: not a word
+        wrong = ids.copy()
+        wrong[0, 1] = bad
+        with pytest.raises(ValueError, match=f"ids holds {bad}, which is not a token id"):
+            sequencer.selected_words(wrong, np.ones_like(wrong))
