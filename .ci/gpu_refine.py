@@ -33,7 +33,7 @@ from sklearn.linear_model import LogisticRegression
 import sk_sointer
 from sk_sointer import L2XExplainer
 from sk_sointer.base import BaseExplainer
-from sk_sointer.explainers._net import ModelJudgedNet, SelectorJudgeNet
+from sk_sointer._training.nets import ModelJudgedNet, SelectorJudgeNet
 
 out, n_rows = sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 100_000
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")

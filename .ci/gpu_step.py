@@ -17,9 +17,9 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-import sk_sointer.explainers._graphs as graphs_module  # noqa: E402
+import sk_sointer._training.graphs as graphs_module  # noqa: E402
 from sk_sointer import L2XExplainer, RealXExplainer  # noqa: E402
-from sk_sointer.explainers._net import UpdateSteps  # noqa: E402
+from sk_sointer._training.updates import UpdateSteps  # noqa: E402
 from tests.test_cuda_graphs import (FakeCuda, OpGraph, _last_batches,  # noqa: E402
                                     replayed_against_eager)
 

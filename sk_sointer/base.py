@@ -19,7 +19,7 @@ hooks:
 - ``_train(problem, X, net_input, targets)``: trains ``net_`` (one ``net_.fit`` by default;
   SOInter's fit adds its re-query and keep-best callbacks);
 - ``_refine(problem, X, net_input, outputs)``: after the method's own training, the
-  selector refined against the black box itself (:class:`~sk_sointer.explainers._net.
+  selector refined against the black box itself (:class:`~sk_sointer._training.nets.
   ModelJudgedNet`), when ``fit`` got the model and ``refine`` is not None (the selector's
   output serves as the groups' log-weights: every method's scores are increasing in it;
   with ``k=None`` each row keeps its size);
@@ -50,7 +50,7 @@ from sklearn.utils import Tags, assert_all_finite, check_array, get_tags
 from sklearn.utils._param_validation import (Interval, InvalidParameterError, StrOptions,
                                             validate_parameter_constraints)
 from sklearn.utils.validation import _check_feature_names, check_is_fitted, validate_data
-from skorch.callbacks import Callback, ProgressBar
+from skorch.callbacks import ProgressBar
 from skorch.dataset import ValidSplit
 
 from ._layout import RowLayout, flatten_rows
@@ -59,6 +59,7 @@ from ._networks import MLP
 from ._outputs import OutputSpec, check_outputs, output_agreement
 from ._repair import RepairReport, RowRepair, repair_masks
 from ._search import ModelJudge, ModelRefinement, still_rising
+from ._training.progress import _EpochProgress, _RefineProgress
 from ._utils import in_chunks, inference_chunk, resolve_device, seeded, set_mode
 from .black_box import BlackBox, as_black_box, model_agreement
 from ._topk import ROUNDS_K, topk_mask, topk_mask_of_finite
@@ -127,7 +128,7 @@ class Problem:
         return self.output_spec.target
 
     def net_params(self):
-        """The problem's part of a :class:`~sk_sointer.explainers._net.SelectorJudgeNet`'s
+        """The problem's part of a :class:`~sk_sointer._training.nets.SelectorJudgeNet`'s
         parameters."""
         params = {"masker": self.masker, "output_spec": self.output_spec,
                   "input_shape": self.input_shape}
@@ -1374,92 +1375,6 @@ def _explains_on_device(device):
     """Whether :meth:`BaseExplainer._explain_rows` runs its chunks on ``device`` (an
     accelerator) rather than standardising and finishing them on the host."""
     return device.type != "cpu"
-
-
-class _EpochProgress(Callback):
-    """Progress over the epochs of one phase (``desc``), on standard error: a bar on a
-    terminal; elsewhere (a log, a pipe, CI) one line per epoch, at most one every
-    ``_LINE_SECONDS`` seconds, the first and the last always, as a bar that tqdm hides off
-    a terminal would leave a long fit silent. Each shows the latest training loss."""
-
-    _LINE_SECONDS = 2.0
-
-    def __init__(self, desc=None):
-        self.desc = desc
-
-    def _details(self, net):
-        loss = net.history[-1].get("train_loss")
-        return {} if loss is None else {"loss": f"{loss:.4f}"}
-
-    def on_train_begin(self, net, **kwargs):
-        import sys
-        import time
-
-        self.name_ = self.desc or type(net).__name__
-        # A training that goes on (partial_fit) counts on from its epochs so far, to the
-        # total it was given (``epochs_planned_``, where set).
-        self.epoch_ = len(net.history)
-        self.total_ = getattr(net, "epochs_planned_", net.max_epochs)
-        self.stream_ = sys.stderr
-        self.last_line_ = -math.inf
-        self.clock_ = time.monotonic
-        self.bar_ = None
-        if getattr(self.stream_, "isatty", lambda: False)():
-            from tqdm.auto import tqdm
-
-            self.bar_ = tqdm(total=self.total_, initial=self.epoch_, desc=self.name_,
-                             leave=False, file=self.stream_)
-
-    def on_epoch_end(self, net, **kwargs):
-        self.epoch_ += 1
-        details = self._details(net)
-        if self.bar_ is not None:
-            self.bar_.update(1)
-            self.bar_.set_postfix(details)
-            return
-        self.details_ = "".join(f", {key} {value}" for key, value in details.items())
-        now = self.clock_()
-        if now - self.last_line_ < self._LINE_SECONDS and self.epoch_ < self.total_:
-            return
-        self.last_line_ = now
-        self._line(f"epoch {self.epoch_}/{self.total_}{self.details_}")
-
-    def on_train_end(self, net, **kwargs):
-        if self.bar_ is not None:
-            self.bar_.close()
-        elif 0 < self.epoch_ < self.total_:  # stopped early: say where
-            self._line(f"stopped early after epoch {self.epoch_}/{self.total_}{self.details_}")
-
-    def _line(self, text):
-        self.stream_.write(f"{self.name_}: {text}\n")
-        self.stream_.flush()
-
-    def __getstate__(self):
-        state = self.__dict__.copy()
-        for name in ("bar_", "stream_", "clock_"):
-            state.pop(name, None)
-        return state
-
-
-class _RefineProgress(_EpochProgress):
-    """:class:`_EpochProgress` of the refinement against the model: the model's fidelity
-    on the evaluation rows after each epoch and the queries asked of it so far."""
-
-    def __init__(self, judge, desc=None):
-        super().__init__(desc)
-        self.judge = judge
-
-    def on_train_begin(self, net, **kwargs):
-        super().on_train_begin(net, **kwargs)
-        if self.epoch_ and self.bar_ is None:  # the budget extended (max_extensions)
-            self._line(f"the fidelity still rose: budget extended to "
-                       f"{self.judge.max_queries:,} queries")
-
-    def _details(self, net):
-        fidelity = net.history[-1].get("model_fidelity")
-        details = {} if fidelity is None else {"fidelity": f"{fidelity:.4f}"}
-        details["queries"] = f"{self.judge.n_queries:,}"
-        return details
 
 
 def _above_or_best(scores, threshold, out):

@@ -20,7 +20,7 @@ from skorch.callbacks import Callback, GradientNormClipping
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-import sk_sointer.explainers._graphs as graphs_module
+import sk_sointer._training.graphs as graphs_module
 from sk_sointer import L2XExplainer, RealXExplainer, SOInterExplainer, EnergyNet
 from sk_sointer.base import BaseExplainer
 
@@ -44,7 +44,7 @@ def _copy_into(static, new):
 
 
 class FakeCuda:
-    """Stands in for :class:`~sk_sointer.explainers._graphs._CudaGraphs` on the CPU."""
+    """Stands in for :class:`~sk_sointer._training.graphs._CudaGraphs` on the CPU."""
 
     def __init__(self, fail=False):
         self.fail = fail
@@ -274,7 +274,7 @@ def test_a_changed_optimizer_setting_captures_the_step_again(fake, rows):
 
 
 def cosine_factor_of(epoch, n_epochs):
-    from sk_sointer.explainers._random_mask import cosine_factor
+    from sk_sointer._training.random_masks import cosine_factor
 
     return cosine_factor(epoch, n_epochs)
 
@@ -419,7 +419,7 @@ def test_a_replayed_step_is_the_eager_step_operation_for_operation(make, task, f
     exactly as the eager step on that batch does: whatever the step's Python made of the
     first batch (a number read off it, a tensor built on the host from it) would differ
     here as on a GPU. ``.ci/gpu step`` compares the same on CUDA with real graphs."""
-    from sk_sointer.explainers._net import UpdateSteps
+    from sk_sointer._training.updates import UpdateSteps
 
     X, y = rows
     y = X[:, 1] * (1 + (X[:, 0] > 50)) if task == "values" else y

@@ -14,7 +14,7 @@ from sk_sointer import MLP, CNNSelector, MEEDExplainer, load, save
 from sk_sointer._outputs import OutputSpec
 from sk_sointer.explainers._meed import infidelity_loss, log_prior, model_gradient_scores
 from sk_sointer.metrics import posthoc_accuracy
-import sk_sointer.explainers._net as net_module
+import sk_sointer._training.updates as updates_module
 
 FAST = dict(max_epochs=25, batch_size=100, device="cpu", random_state=0)
 FEEDBACK = MLP(hidden_units=(100,))
@@ -136,7 +136,7 @@ def test_the_optimizers_keep_the_objectives_apart(data, monkeypatch):
     gradients, steps = [], []
     monkeypatch.setattr(net, "set_grads", lambda loss, modules: gradients.append(
         ids(p for m in modules for p in m.parameters())))
-    monkeypatch.setattr(net_module, "_step_each", lambda optimizer: steps.append(
+    monkeypatch.setattr(updates_module, "_step_each", lambda optimizer: steps.append(
         (optimizer, gradients[-1])))
     X = torch.as_tensor(expl._selector_input(expl.masker_.standardize(data[:100]), data[:100],
                                              expl._outputs_of(data[:100], None)))

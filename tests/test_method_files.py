@@ -1,5 +1,7 @@
-"""The explainers' modules keep the shape the architecture asks of them: every training
-phase goes through skorch (no epoch loop written by hand), and each method's file reads in
+"""The explainers' modules keep the shape the architecture asks of them: ``explainers/``
+holds the methods alone, what their training shares lives in ``_training/`` below them
+(which imports none of the estimators), every training phase goes through skorch (no epoch
+loop written by hand, in a method or in the training room) and each method's file reads in
 one sitting."""
 
 import ast
@@ -8,15 +10,23 @@ from pathlib import Path
 
 import pytest
 
+import sk_sointer._training
 import sk_sointer.explainers
 
 EXPLAINERS = Path(sk_sointer.explainers.__file__).parent
-MODULES = sorted(EXPLAINERS.glob("*.py"))
+TRAINING = Path(sk_sointer._training.__file__).parent
+MODULES = sorted(EXPLAINERS.glob("*.py")) + sorted(TRAINING.glob("*.py"))
 
 # One module per method: its maths in one file (the energy network, a network SOInter
 # trains first, and SOInter's queries of the model have modules of their own).
 METHOD_FILES = ["_l2x.py", "_realx.py", "_meed.py", "_sointer.py", "_hardkuma.py"]
+EXPLAINER_FILES = {"__init__.py", *METHOD_FILES, "_energy.py", "_sointer_queries.py"}
 MAX_CODE_LINES = 250
+
+# What the training room may not import: the estimators and everything above them.
+ABOVE_TRAINING = ("sk_sointer.base", "sk_sointer.explainers", "sk_sointer.metrics",
+                  "sk_sointer._search", "sk_sointer._persist", "sk_sointer._cli",
+                  "sk_sointer.display", "sk_sointer.plotting", "sk_sointer.parallel")
 
 # A ``for ... in range(...)`` with "epoch" on its line or the few lines around it.
 RANGE_LOOP = re.compile(r"^\s*for\s.+\sin\s+range\(")
@@ -40,7 +50,49 @@ def test_the_checker_finds_an_epoch_loop():
     assert hand_written_epoch_loops("for _ in range(20):\n    codes = descend(codes)\n") == []
 
 
-@pytest.mark.parametrize("path", MODULES, ids=lambda path: path.name)
+def test_explainers_holds_the_methods_alone():
+    # The net base, its steps and the random-mask objective live in _training/.
+    modules = {path.name for path in EXPLAINERS.iterdir() if path.suffix == ".py"}
+    assert modules == EXPLAINER_FILES
+    assert not [path.name for path in EXPLAINERS.iterdir()
+                if path.is_dir() and path.name != "__pycache__"]
+
+
+def imported_modules(path, package):
+    """The absolute names of the modules that the source at ``path`` (a module of
+    ``package``) imports, at its top or inside a function."""
+    names = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")[: len(package.split(".")) - node.level + 1]
+            stem = ".".join(base) if node.level else ""
+            module = ".".join(part for part in (stem, node.module) if part)
+            names.extend([module] if node.module else
+                         [f"{module}.{alias.name}" for alias in node.names])
+    return names
+
+
+def test_the_import_reader_resolves_relative_imports(tmp_path):
+    source = tmp_path / "nets.py"
+    source.write_text("from .._utils import set_mode\nfrom .updates import Update\n"
+                      "from . import graphs\nimport torch\n\n"
+                      "def f():\n    from ..base import BaseExplainer\n")
+    assert imported_modules(source, "sk_sointer._training") == [
+        "sk_sointer._utils", "sk_sointer._training.updates", "sk_sointer._training.graphs",
+        "torch", "sk_sointer.base"]
+
+
+@pytest.mark.parametrize("path", sorted(TRAINING.glob("*.py")), ids=lambda path: path.name)
+def test_the_training_room_imports_no_estimator(path):
+    above = [name for name in imported_modules(path, "sk_sointer._training")
+             if name == "sk_sointer" or name.startswith(ABOVE_TRAINING)]
+    assert above == []
+
+
+@pytest.mark.parametrize("path", MODULES,
+                         ids=lambda path: f"{path.parent.name}/{path.name}")
 def test_no_explainer_module_trains_in_a_loop_of_its_own(path):
     # Every fit goes through skorch's fit_loop (callbacks, history, CUDA graphs).
     assert hand_written_epoch_loops(path.read_text()) == []

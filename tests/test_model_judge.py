@@ -14,7 +14,8 @@ from sk_sointer import ModelRefinement
 from sk_sointer._masking import Masker
 from sk_sointer._outputs import spec_of
 from sk_sointer._search import ModelJudge, greedy_subsets, keep_reward
-from sk_sointer.explainers._net import ModelJudgedNet, score_function_loss
+from sk_sointer._training.losses import score_function_loss
+from sk_sointer._training.nets import ModelJudgedNet
 
 from torch.utils._python_dispatch import _disable_current_modes
 
@@ -568,7 +569,7 @@ def test_a_torch_model_on_the_selectors_device_refines_there_as_on_the_host(task
     # NumPy and reads no value back in a step, and refines to the host path's masks.
     import sk_sointer._search as search
     from sk_sointer import L2XExplainer, RealXExplainer
-    from sk_sointer.explainers._net import ModelJudgedNet
+    from sk_sointer._training.nets import ModelJudgedNet
 
     rng = np.random.RandomState(0)
     X = np.column_stack([rng.uniform(18, 90, 400), rng.randn(400, 4)]).astype(np.float32)

@@ -8,7 +8,7 @@ from sklearn.linear_model import LogisticRegression
 from sk_sointer import (HardKumaExplainer, L2XExplainer, MEEDExplainer, RealXExplainer,
                         SOInterExplainer)
 from sk_sointer.black_box import BlackBox
-from sk_sointer.explainers._net import SelectorJudgeNet
+from sk_sointer._training.nets import SelectorJudgeNet
 from sk_sointer.metrics import EvalXEvaluator
 
 

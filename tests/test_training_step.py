@@ -1,7 +1,7 @@
 """Every method's training step is device work only: it compiles whole and reads nothing
 back to the host.
 
-A training step is a list of :class:`~sk_sointer.explainers._net.Update` s. Each update's
+A training step is a list of :class:`~sk_sointer._training.updates.Update` s. Each update's
 loss must compile with ``torch.compile(fullgraph=True)`` (a graph break fails the test:
 ``.item()``, ``.cpu()``, a branch on a tensor's value, a NumPy detour) and give the same
 value as the eager loss from the same random state; run eagerly, it must call none of
@@ -29,7 +29,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from sk_sointer import (EnergyNet, HardKumaExplainer, L2XExplainer, MEEDExplainer,
                         RealXExplainer, SOInterExplainer)
 from sk_sointer._topk import _running_count, topk_mask
-from sk_sointer.explainers._net import UpdateSteps
+from sk_sointer._training.updates import UpdateSteps
 from sk_sointer.metrics import EvalXEvaluator
 
 # Operations that make the host wait for the device (or copy Python data to it) on CUDA.

@@ -44,8 +44,9 @@ from skorch import NeuralNet
 from skorch.utils import to_tensor
 
 from .._networks import EnergyMLP, build_network
+from .._training.batches import index_batches
+from .._training.updates import Update, UpdateSteps
 from .._utils import PortableNet, device_copies
-from ._net import Update, UpdateSteps, index_batches
 
 
 class Configurations:

@@ -16,7 +16,8 @@ neighbouring groups (consecutive tokens or features, adjacent pixels or patches)
 The predictor either trains with the selector on the sampled gates (``"joint"``, the
 paper's model), or first alone on random masks and then stays fixed while the selector
 trains (``"random"``, as REAL-X does, so that the choice of features cannot carry the
-prediction). The random-mask objective lives in :mod:`._random_mask`.
+prediction). The random-mask objective lives in
+:mod:`sk_sointer._training.random_masks`.
 """
 
 from numbers import Integral, Real
@@ -27,10 +28,10 @@ from torch import nn
 
 from .._docstrings import fill_doc
 from .._networks import MLP
+from .._training.random_masks import PredictorFirstNet, log_likelihood
+from .._training.updates import Update
 from ..base import TOKENS_CONSTRAINT, BaseExplainer
 from ..distributions import HardKumaraswamy, open_gate_probability, open_logit
-from ._net import Update
-from ._random_mask import PredictorFirstNet, log_likelihood
 
 
 class RateConstraint(nn.Module):

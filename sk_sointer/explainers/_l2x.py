@@ -17,10 +17,10 @@ from skorch.utils import to_tensor
 
 from .._docstrings import fill_doc
 from .._networks import MLP
+from .._training.nets import SelectorJudgeNet
 from ..base import TOKENS_CONSTRAINT, BaseExplainer
 from .._topk import topk_mask
 from ..distributions import SubsetConcrete
-from ._net import SelectorJudgeNet
 
 
 class L2XNet(SelectorJudgeNet):

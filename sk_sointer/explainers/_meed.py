@@ -37,12 +37,13 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from .._docstrings import fill_doc
 from .._networks import MLP, output_feedback_selector
 from .._outputs import output_loss, output_values
+from .._training.nets import SelectorJudgeNet
+from .._training.random_masks import JudgeNet
+from .._training.updates import Update
 from .._utils import in_chunks
 from ..base import BaseExplainer
 from .._topk import topk_mask
 from ..distributions import SubsetConcrete
-from ._net import SelectorJudgeNet, Update
-from ._random_mask import JudgeNet
 
 # Share of the prior spread evenly over the groups, so that no group is impossible to
 # sample in the first epoch (a pixel of value 0 has gradient x input 0).
@@ -164,7 +165,7 @@ class MEEDNet(SelectorJudgeNet):
     def surrogate_scores(self, X, targets, n_epochs):
         """Gradient × input per feature of the fidelity approximator on whole rows, after
         training it on whole rows for ``n_epochs`` epochs (a phase of its own, a
-        :class:`~sk_sointer.explainers._random_mask.JudgeNet` with ``masks="none"``): the
+        :class:`~sk_sointer._training.random_masks.JudgeNet` with ``masks="none"``): the
         prior for a black box without gradients. ``X`` is what the net is fed, ``targets``
         the outputs on it."""
         options = self.get_params_for("approximators_optimizer")

@@ -12,8 +12,8 @@ training the two networks on separate objectives (eq. 6):
   on ``E_s[log q_pred(y | x ⊙ s)] - lambda R(s)`` with the predictor held fixed. The
   expectation over discrete ``s`` is differentiated with REBAR (Algorithm 1, eqs. 8-11).
 
-The predictor's objective lives in :mod:`._random_mask`, shared with EVAL-X
-(:class:`sk_sointer.metrics.EvalXEvaluator`).
+The predictor's objective lives in :mod:`sk_sointer._training.random_masks`, shared with
+EVAL-X (:class:`sk_sointer.metrics.EvalXEvaluator`).
 """
 
 from numbers import Integral, Real
@@ -23,10 +23,10 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._docstrings import fill_doc
 from .._networks import MLP
+from .._training.random_masks import PredictorFirstNet, log_likelihood
+from .._training.updates import Update
 from ..base import TOKENS_CONSTRAINT, BaseExplainer
 from ..distributions import HardKumaraswamy, RebarBernoulli
-from ._net import Update
-from ._random_mask import PredictorFirstNet, log_likelihood
 
 
 class RealXNet(PredictorFirstNet):

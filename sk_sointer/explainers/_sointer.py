@@ -28,12 +28,14 @@ from skorch.callbacks import EarlyStopping
 
 from .._docstrings import fill_doc
 from .._networks import MLP
+from .._training.losses import score_function_loss
+from .._training.nets import SelectorJudgeNet
+from .._training.updates import Update
 from .._utils import in_chunks, resolve_device
 from ..base import BaseExplainer, _EpochProgress
 from .._topk import topk_mask
 from ..distributions import SubsetConcrete
 from ._energy import EnergyNet
-from ._net import SelectorJudgeNet, Update, score_function_loss
 from ._sointer_queries import Requery, energy_training_set, model_states
 
 

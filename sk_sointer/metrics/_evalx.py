@@ -2,7 +2,7 @@
 
 A model trained on random masks, independent of the data, judges selections without being
 fooled by selections that encode the prediction. Its training objective is REAL-X's
-predictor objective, from :mod:`sk_sointer.explainers._random_mask`.
+predictor objective, from :mod:`sk_sointer._training.random_masks`.
 """
 
 import numpy as np
@@ -14,9 +14,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._docstrings import fill_doc
 from .._networks import MLP
 from .._outputs import output_agreement, output_loss, output_values
+from .._training.random_masks import JudgeNet
 from .._utils import in_chunks
 from ..base import _SkorchEstimatorMixin, _check_masks
-from ..explainers._random_mask import JudgeNet
 
 # Metrics of score_masks for which lower is better; scorers negate them.
 _LOWER_IS_BETTER = {"eNLL", "eMSE"}

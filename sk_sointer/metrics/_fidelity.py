@@ -17,9 +17,9 @@ from .._layout import flatten_rows, image_shape_of
 from .._masking import Masker
 from .._networks import MLP
 from .._outputs import output_agreement
+from .._training.random_masks import JudgeNet
 from .._utils import in_chunks, resolve_device, seeded
 from ..black_box import as_black_box, model_agreement
-from ..explainers._random_mask import JudgeNet
 
 
 def posthoc_accuracy(black_box, X, masks, *, baseline=None, multioutput="uniform_average",

@@ -1,6 +1,6 @@
 """Training steps captured in CUDA graphs and replayed.
 
-A method's training step is a list of :class:`~sk_sointer.explainers._net.Update` s whose
+A method's training step is a list of :class:`~sk_sointer._training.updates.Update` s whose
 losses do device work only. On CUDA, :func:`step_graphs` captures such a step once per
 batch size and replays it for every later batch (:class:`StepGraphs`): one launch for the
 forward pass, the backward pass and every optimizer step, where an eager step launches

@@ -1,196 +1,51 @@
-"""The skorch net base every method's training objective extends.
+"""The skorch net base every method's training objective extends, and the nets that refine
+a fitted selector against the model.
 
 An amortized explainer is a *selector* (``module_``: a row in, one logit per feature group
 out) and one or more *judges* of its masks (L2X's approximator, REAL-X's random-mask
-predictor, MEED's two approximators, ...), each built from a factory. The base owns what
-they all share, so that a method's module holds its maths and little else:
+predictor, MEED's two approximators, ...), each built from a factory.
+:class:`SelectorJudgeNet` owns what they all share, so that a method's module holds its
+maths and little else:
 
 - building the selector and every judge from their factories, at the widths the problem
   implies (``judges``: the names of the extra modules, each also a constructor argument
   holding its factory; the module is stored with a trailing ``_``);
 - the masker: judges see ``m(x, s)`` on standardised rows, optionally with the mask
   appended, and group masks are expanded to features;
-- the 1-based epoch, stepping one optimizer on one module's parameters only, and
-  optimizers for one module with their own ``<prefix>__`` options;
-- :meth:`predict_masked`, the judge's outputs on masked rows in the black box's scale;
-- the model itself as a judge: :func:`score_function_loss` (the score-function gradient of
-  a cost of exact k-subsets drawn from the selector, or of each row's own size) and
-  :class:`ModelJudgedNet`, which refines any method's fitted selector against the black
-  box's own answers on masked training rows (:meth:`SelectorJudgeNet.refine`;
-  ``sk_sointer._search`` holds the judge and the configuration).
+- the 1-based epoch, stepping one optimizer on one module's parameters only
+  (:class:`~sk_sointer._training.updates.UpdateSteps`), and optimizers for one module with
+  their own ``<prefix>__`` options;
+- :meth:`~SelectorJudgeNet.predict_masked`, the judge's outputs on masked rows in the black
+  box's scale;
+- the model itself as a judge: :class:`ModelJudgedNet` refines any method's fitted selector
+  against the black box's own answers on masked training rows
+  (:meth:`SelectorJudgeNet.refine`, with the losses of :mod:`~sk_sointer._training.losses`;
+  ``sk_sointer._search`` holds the judge and the configuration), :class:`ImitationNet`
+  first teaches it greedy targets, and :class:`KeepBestByModel` keeps the selector the
+  model judges best.
+
+The refinement's nets subclass :class:`SelectorJudgeNet` and :meth:`SelectorJudgeNet.refine`
+builds them, so they share this module.
 """
 
 import copy
 import time
-import math
-import warnings
-from typing import Any, Callable, NamedTuple
 
 import numpy as np
 import torch
 from skorch import NeuralNet
 from skorch.callbacks import Callback
-from skorch.dataset import Dataset, get_len, unpack_data
-from skorch.utils import TeeGenerator, to_tensor
-from torch.utils.data import Subset
+from skorch.dataset import unpack_data
+from skorch.utils import to_tensor
 
 from .._networks import MLP, build_network
 from .._outputs import OutputLoss, output_values
 from .._utils import PortableNet, in_chunks, set_mode
 from .._topk import topk_mask, topk_masks_of_sizes
 from ..distributions import GumbelTopK
-from ._graphs import reads_gradients, step_graphs
-
-
-class Update(NamedTuple):
-    """One optimisation of a training step.
-
-    ``loss(X, targets)`` returns ``(objective, record)``: the objective that ``optimizer``
-    (or each of a tuple of optimizers) descends on the parameters of ``modules`` alone, and
-    what the step reports (skorch's ``{"loss": ..., "y_pred": ...}``, detached, optionally
-    with ``"records"``: more device scalars for the history), or None. ``training`` and
-    ``evaluation`` are the modules put in each mode before the loss runs.
-
-    A loss is tensor work on the device and nothing else: no copy to or from the host, no
-    Python number read off a tensor, no branch on a tensor's value. It is what
-    ``torch.compile(fullgraph=True)`` compiles whole and what a CUDA graph can capture.
-    """
-
-    loss: Callable
-    optimizer: Any
-    modules: tuple
-    training: tuple = ()
-    evaluation: tuple = ()
-    # False for a loss that asks the host (the black box queried in the step): the step
-    # then runs eagerly on CUDA instead of in a captured graph.
-    capturable: bool = True
-    # The Python values the loss reads that change during a fit (MEED's epoch): a
-    # captured graph holds them as they were at capture, so each value gets its own.
-    constants: tuple = ()
-
-
-class UpdateSteps:
-    """Mixed into the package's skorch nets: a training step made of :class:`Update` s, and
-    epochs that leave the step's numbers on the device.
-
-    A net lists its step's updates, in order, in its ``updates()`` (a list of
-    :class:`Update`, read again at every step, so that they may depend on the epoch);
-    :meth:`train_step` runs them in order, or on CUDA replays them captured in a CUDA
-    graph (:func:`~sk_sointer.explainers._graphs.step_graphs`, with ``cuda_graphs``). An epoch sums nothing
-    on the host: each batch's recorded values stay device tensors in the history until the
-    epoch ends, and are then copied to the host at once (one synchronisation an epoch, not
-    one a batch), as the floats skorch would have recorded.
-    """
-
-    def state_modules(self):
-        """The net's torch modules by name, as skorch registered them (the selector
-        ``module``, the judges, the criterion and any module a method adds), each stored
-        as the attribute of its name with a trailing ``_``: the net's trained state."""
-        return {name: getattr(self, name + "_") for name in [*self._modules, *self._criteria]}
-
-    def batch_tensors(self, batch):
-        """``(X, targets)`` of a batch as tensors on the net's device."""
-        X, targets = unpack_data(batch)
-        return to_tensor(X, device=self.device), to_tensor(targets, device=self.device)
-
-    def train_step(self, batch, **fit_params):
-        X, targets = self.batch_tensors(batch)
-        updates = self.updates()
-        graphs = step_graphs(self, updates, X, targets)
-        if graphs is not None:
-            return graphs.step(self, updates, X, targets)
-        return self.run_updates(updates, X, targets, batch=batch)
-
-    def run_updates(self, updates, X, targets, *, batch=None):
-        """Run a step's updates in order on a batch's tensors; returns the step's record
-        (the last update's that has one)."""
-        record = None
-        for update in updates:
-            out = self.run_update(update, X, targets, batch=batch)
-            record = out if out is not None else record
-        return record
-
-    def run_update(self, update, X, targets, *, batch=None):
-        """Run one :class:`Update` on a batch's tensors; returns its record."""
-        for module in update.training:
-            set_mode(module, True)
-        for module in update.evaluation:
-            set_mode(module, False)
-        objective, out = update.loss(X, targets)
-        self.step(update.optimizer, objective, *update.modules, batch=batch)
-        return out
-
-    def step(self, optimizer, loss, *modules, batch=None):
-        """Step ``optimizer`` (or each of a tuple of optimizers) on the gradient of ``loss``
-        with respect to the parameters of ``modules`` only: other modules' ``.grad`` stay
-        untouched, so a loss meant for one network can never train another.
-
-        Callbacks that act on the gradients (``on_grad_computed``) get them in between, as
-        in skorch: a ``GradientNormClipping`` clips what the optimizer then applies."""
-        self.set_grads(loss, modules)
-        if reads_gradients(self):
-            self.notify("on_grad_computed", batch=batch, training=True,
-                        named_parameters=TeeGenerator(_named_parameters(modules)))
-        _step_each(optimizer)
-
-    @staticmethod
-    def set_grads(loss, modules):
-        """Set the ``.grad`` of the parameters of ``modules`` to the gradient of ``loss``."""
-        params = [p for module in modules for p in module.parameters() if p.requires_grad]
-        grads = torch.autograd.grad(loss, params, allow_unused=True)
-        for param, grad in zip(params, grads):
-            param.grad = grad  # replaces, so nothing from a previous step accumulates
-
-    def fit_loop(self, X, y=None, epochs=None, **fit_params):
-        # Captured steps serve one training loop: the next one (a refit, a partial_fit)
-        # may hold new tensors where these graphs read old ones.
-        self.__dict__.pop("_step_graphs_", None)
-        try:
-            return super().fit_loop(X, y, epochs=epochs, **fit_params)
-        finally:
-            self.__dict__.pop("_step_graphs_", None)
-
-    def __getstate__(self):
-        state = super().__getstate__()
-        state.pop("_step_graphs_", None)  # CUDA graphs are rebuilt by the next fit
-        return state
-
-    def run_single_epoch(self, iterator, training, prefix, step_fn, **fit_params):
-        """skorch's epoch, whose batch rows hold the step's device tensors until the epoch
-        ends; then one copy turns them all into floats (see the class)."""
-        if iterator is None:
-            return
-        n_batches = 0
-        for batch in iterator:
-            self.notify("on_batch_begin", batch=batch, training=training)
-            step = step_fn(batch, **fit_params)
-            self.history.record_batch(prefix + "_loss", step["loss"].detach())
-            self.history.record_batch(
-                prefix + "_batch_size",
-                get_len(batch[0]) if isinstance(batch, (tuple, list)) else get_len(batch))
-            for name, value in step.get("records", {}).items():
-                self.history.record_batch(name, value.detach())
-            self.notify("on_batch_end", batch=batch, training=training, **step)
-            n_batches += 1
-        self.history.record(prefix + "_batch_count", n_batches)
-        _batch_values_to_host(self.history[-1]["batches"])
-
-
-def _named_parameters(modules):
-    for index, module in enumerate(modules):
-        yield from module.named_parameters(prefix=str(index))
-
-
-def _batch_values_to_host(batches):
-    """Replace every one-value tensor in the batch rows by its float, in one copy (what a
-    callback records there otherwise is left as it is)."""
-    places = [(row, name) for row in batches for name, value in row.items()
-              if isinstance(value, torch.Tensor) and value.numel() == 1]
-    if not places:
-        return
-    values = torch.stack([row[name].reshape(()).float() for row, name in places]).tolist()
-    for (row, name), value in zip(places, values):
-        row[name] = value
+from .batches import index_batches
+from .losses import imitation_term, score_function_loss
+from .updates import Update, UpdateSteps
 
 
 class SelectorJudgeNet(UpdateSteps, PortableNet, NeuralNet):
@@ -221,7 +76,7 @@ class SelectorJudgeNet(UpdateSteps, PortableNet, NeuralNet):
         ``False`` keeps them on the host and copies every batch.
     cuda_graphs : bool, default=True
         On CUDA, capture the training step in a CUDA graph and replay it (see
-        :mod:`~sk_sointer.explainers._graphs`); ``False`` runs every step eagerly.
+        :mod:`~sk_sointer._training.graphs`); ``False`` runs every step eagerly.
     **kwargs
         skorch's own parameters, and one factory per name in ``judges``.
     """
@@ -417,7 +272,7 @@ class SelectorJudgeNet(UpdateSteps, PortableNet, NeuralNet):
         the in-distribution judge of the refinement (``ModelRefinement(in_distribution=)``).
         Training ends at ``deadline`` (``time.monotonic()``'s), if given: the refinement's
         time budget covers it. Returns the fitted
-        :class:`~sk_sointer.explainers._random_mask.JudgeNet`."""
+        :class:`~sk_sointer._training.random_masks.JudgeNet`."""
         callbacks = [] if deadline is None else [("deadline", _Deadline(deadline))]
         judge = _judge_net()(
             MLP(hidden_units=(200, 200), batch_norm=True), masks="random",
@@ -553,164 +408,13 @@ def _judge_net():
     """The net class that trains a judge alone (``in_distribution_judge``,
     ``fit_judge_to_masks``): EVAL-X's JudgeNet, a subclass of SelectorJudgeNet, so defined
     in a module that imports this one."""
-    from ._random_mask import JudgeNet
+    from .random_masks import JudgeNet
 
     return JudgeNet
 
 
-def index_batches(net, dataset, training, *, on_device=True):
-    """:class:`_IndexBatches` over a skorch net's dataset of arrays (rows moved to the net's
-    device once when ``on_device`` and they fit there), or None for any other dataset."""
-    tensors = _dataset_tensors(dataset)
-    if tensors is None:
-        return None
-    X, y = tensors
-    if on_device:
-        try:
-            X, y = X.to(net.device), y.to(net.device)
-        except torch.OutOfMemoryError:
-            warnings.warn(
-                f"The training rows do not fit in {net.device}'s memory; they stay on "
-                "the host and each batch is copied (set data_on_device=False to skip "
-                "the attempt).",
-                UserWarning,
-            )
-            X, y = tensors
-    return _IndexBatches(X, y, net.batch_size, shuffle=training, skip_single_last=training)
-
-
-def _step_each(optimizer):
-    for one in optimizer if isinstance(optimizer, tuple) else (optimizer,):
-        one.step()
-
-
-class _IndexBatches:
-    """Mini-batches sliced from two aligned tensors by shuffled index blocks.
-
-    skorch's default path indexes a dataset row by row and collates every batch; slicing
-    whole tensors (resident on the training device) does the same in one gather per batch.
-    The random draws are those of torch's ``DataLoader(shuffle=True)`` on the global
-    generator, so a fit gives the same batches through either path. In training, a last
-    batch of a single row is skipped: batch normalisation cannot normalise one row, and
-    the row is trained on in other epochs, the order being shuffled every epoch.
-    """
-
-    def __init__(self, X, y, batch_size, *, shuffle, skip_single_last):
-        self.X, self.y = X, y
-        self.batch_size = batch_size
-        self.shuffle = shuffle
-        self.skip_single_last = skip_single_last
-
-    def __len__(self):
-        return math.ceil(len(self.X) / self.batch_size)
-
-    def __iter__(self):
-        n_rows = len(self.X)
-        torch.empty((), dtype=torch.int64).random_()  # the DataLoader iterator's base seed
-        order = None
-        if self.shuffle:
-            generator = torch.Generator()
-            generator.manual_seed(int(torch.empty((), dtype=torch.int64).random_().item()))
-            order = torch.randperm(n_rows, generator=generator).to(self.X.device)
-        for start in range(0, n_rows, self.batch_size):
-            stop = min(start + self.batch_size, n_rows)
-            if self.skip_single_last and start > 0 and stop - start == 1:
-                return
-            if order is None:
-                yield self.X[start:stop], self.y[start:stop]
-            else:
-                index = order[start:stop]
-                yield self.X[index], self.y[index]
-
-
-def _dataset_tensors(dataset):
-    """``(X, y)`` tensors of a skorch dataset of arrays (or a subset of one), else None."""
-    if isinstance(dataset, Subset):
-        inner = _dataset_tensors(dataset.dataset)
-        if inner is None:
-            return None
-        index = torch.as_tensor(np.asarray(dataset.indices), dtype=torch.long)
-        return inner[0][index], inner[1][index]
-    if (type(dataset) is Dataset and isinstance(dataset.X, np.ndarray)
-            and isinstance(dataset.y, np.ndarray)):
-        return torch.as_tensor(dataset.X), torch.as_tensor(dataset.y)
-    return None
-
-
 # The model itself as a judge
 # ---------------------------
-
-
-def score_function_loss(logits, k, n_samples, cost, most=None, weights=None):
-    """A loss whose gradient is the score-function (REINFORCE) estimate of the gradient of
-    the expected ``cost`` of exact k-subsets drawn from the selector.
-
-    Every row draws ``n_samples`` k-subsets without replacement, with probabilities from
-    ``softmax(logits)`` (Gumbel top-k); a draw's cost less the mean cost of the row's other
-    draws (a leave-one-out baseline, which keeps the estimate unbiased) weighs the draw's
-    Plackett-Luce log-probability. Nothing is asked of what computes the cost: it may be
-    the black box itself, queried on the masked rows.
-
-    Parameters
-    ----------
-    logits : tensor of shape (n_rows, n_groups)
-        The selector's log-weights of the groups (differentiable).
-    k : int or long tensor of shape (n_rows,)
-        Groups per subset, or each row's own (a selection of its own size).
-    n_samples : int
-        Subsets drawn per row (at least 2 for the baseline).
-    cost : callable
-        ``cost(hard)``: the cost (lower is better) of every draw, from the draws' 0/1 group
-        masks ``(n_rows * n_samples, n_groups)``, the draws of a row consecutive; a tensor
-        or an array of shape ``(n_rows * n_samples,)``, not differentiated.
-    most : int, default=None
-        With a size a row, the most groups drawn (at least the largest of ``k``); by
-        default the largest of ``k``, which reads it back from ``k``'s device.
-    weights : array-like of shape (n_rows,), default=None
-        A weight of each row's terms (mean 1 over the rows the selector learns from);
-        ``None`` weighs them alike.
-
-    Returns
-    -------
-    loss : tensor
-    costs : tensor of shape (n_rows, n_samples)
-    hard : tensor of shape (n_rows * n_samples, n_groups)
-    """
-    n_rows = len(logits)
-    sizes = None
-    if isinstance(k, torch.Tensor):  # a size a row: the largest drawn, each row's kept
-        sizes = k.to(logits.device).repeat_interleave(n_samples)
-        k = int(k.max()) if most is None else most
-    subsets = GumbelTopK(logits.repeat_interleave(n_samples, dim=0), k, validate_args=False)
-    order = subsets.sample()
-    hard = subsets.as_mask(order, sizes)
-    with torch.no_grad():
-        costs = torch.as_tensor(cost(hard), dtype=logits.dtype, device=logits.device)
-        costs = costs.view(n_rows, n_samples)
-        others = (costs.sum(dim=1, keepdim=True) - costs) / max(n_samples - 1, 1)
-    log_prob = subsets.log_prob(order, sizes).view(n_rows, n_samples)
-    terms = (costs - others) * log_prob
-    if weights is not None:
-        terms = terms * torch.as_tensor(weights, dtype=logits.dtype,
-                                        device=logits.device).view(n_rows, 1)
-    return terms.mean(), costs, hard
-
-
-def imitation_term(logits, targets, sizes):
-    """``(imitation, scale)``: the selector's log-probability of the target groups
-    (``targets``, 0/1 of shape (n_rows, n_groups); an all-zero row has none), summed over a
-    row's targets and averaged over the rows that have some, and what it is divided by to
-    count a group: ``sizes``, or 1 when ``sizes`` is a tensor of each row's (the rows'
-    sums are divided by their own)."""
-    targets = torch.as_tensor(targets, device=logits.device)
-    # The mean over the rows that have a target (none: no term), without asking the device
-    # which rows those are.
-    has = (targets.sum(dim=1) > 0).to(logits.dtype)
-    log_p = torch.log_softmax(logits, dim=1)
-    kept, scale = (targets * log_p).sum(dim=1), sizes
-    if isinstance(sizes, torch.Tensor):  # each row's own size
-        kept, scale = kept / sizes.to(logits.device, logits.dtype), 1
-    return (kept * has).sum() / has.sum().clamp_min(1), scale
 
 
 class ImitationNet(SelectorJudgeNet):
@@ -872,7 +576,6 @@ class ModelJudgedNet(ImitationNet):
             loss = loss + self._size_loss(logits, sizes)
         self.step(self.optimizer_, loss, self.module_)
         return {"loss": costs.mean(), "y_pred": None}
-
 
 
 class _Deadline(Callback):

@@ -13,8 +13,9 @@ import math
 import torch
 
 from .._outputs import output_loss
-from ._graphs import set_lr
-from ._net import SelectorJudgeNet, Update
+from .graphs import set_lr
+from .nets import SelectorJudgeNet
+from .updates import Update
 
 
 def random_masks(n_rows, n_groups, device):
@@ -35,7 +36,7 @@ def random_mask_loss(net, predictor, X, targets):
 
 
 def predictor_update(net, predictor, optimizer, lr_factor):
-    """The :class:`~sk_sointer.explainers._net.Update` of the random-mask predictor.
+    """The :class:`~sk_sointer._training.updates.Update` of the random-mask predictor.
 
     Only ``predictor``'s parameters move, so a selector never does here, and the predictor
     is never stepped on a selector's masks. The learning rate is the optimizer's initial
@@ -127,7 +128,7 @@ class PredictorFirstNet(SelectorJudgeNet):
     run. Validation scores the random-mask loss in the predictor phase and the method's
     ``selector_validation_loss(X, targets)`` after it, every module in evaluation mode. A
     subclass writes those two: the first returns the step's list of
-    :class:`~sk_sointer.explainers._net.Update`, the second ``{"loss": ..., "y_pred":
+    :class:`~sk_sointer._training.updates.Update`, the second ``{"loss": ..., "y_pred":
     ...}``.
     """
 
