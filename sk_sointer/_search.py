@@ -515,7 +515,7 @@ class ModelRefinement(BaseEstimator):
         return np.where(swapped, X[donors], X[rows])
 
     def plan(self, n_rows, k, n_groups, queries_per_row=1, spent=0, n_training=None,
-             judged_queries=1, greedy_queries=1):
+             judged_queries=1, greedy_queries=1, cost_queries=1):
         """How ``max_queries`` is spent refining a selector of ``n_groups`` groups at ``k``
         on ``n_rows`` training rows, or ``None`` when it cannot pay for one evaluation.
         A masked row costs ``queries_per_row`` queries (the background rows it is filled
@@ -527,7 +527,8 @@ class ModelRefinement(BaseEstimator):
         training rows alone, where the budget allows (it bounds the epochs of a table of a
         few hundred rows first). Judging a row costs ``judged_queries`` masked rows, a
         masked row of the greedy search ``greedy_queries`` (more than one with
-        ``drawn_rows``: see :attr:`ModelJudge.judged_queries`).
+        ``drawn_rows``: see :attr:`ModelJudge.judged_queries`), a masked row of the
+        score-function epochs ``cost_queries`` (:attr:`ModelJudge.cost_queries`).
 
         Returns
         -------
@@ -537,7 +538,8 @@ class ModelRefinement(BaseEstimator):
             evaluation ``judged_queries * n_eval``),
             ``n_imitated`` (the rows the greedy search runs on, planned at ``k * n_groups``
             queries a row, a bound on its cost), ``max_epochs`` (the epochs the rest
-            pays for, ``epoch_queries = n_rows * n_samples + n_eval`` masked rows each; at
+            pays for, ``epoch_queries = n_rows * n_samples * cost_queries + judged_queries
+            * n_eval`` masked rows each; at
             least one, cut short by the budget if need be: fewer than ``most_epochs``,
             those ``max_epochs`` allows, an extended budget's included), ``training_share``
             (the share of training rows among the rows refined).
@@ -555,7 +557,7 @@ class ModelRefinement(BaseEstimator):
         greedy = min(budget * self.imitate_share, budget - (1 + 2 * judged_queries) * n_eval)
         n_imitated = int(min(n_rows, greedy // max(per_row, 1)))
         left = budget - (1 + judged_queries) * n_eval - n_imitated * per_row
-        per_epoch = n_rows * self.n_samples + judged_queries * n_eval
+        per_epoch = n_rows * self.n_samples * cost_queries + judged_queries * n_eval
         most = math.ceil(self.max_epochs * math.sqrt((n_training or n_rows) / n_rows))
         epochs = int(np.clip(left // per_epoch, 1, most))
         return Bunch(n_eval=n_eval, n_imitated=n_imitated, max_epochs=epochs,
@@ -659,6 +661,12 @@ class ModelJudge:
         ``None``: all.
     random_state : int, default=None
         Seed of those draws.
+    removed_weight : float, default=0.0
+        Weight of the model's answer on each masked row's complement (its kept groups
+        left out, the others kept, at the fill) in :meth:`costs`: the reward is the kept
+        groups' minus ``removed_weight`` times the complement's, so that the groups left
+        out do not alone carry the answer (MEED's infidelity, weighed as its ``w_u``
+        weighs it). A masked row then costs one query more (:attr:`cost_queries`).
 
     Attributes
     ----------
@@ -672,8 +680,9 @@ class ModelJudge:
     def __init__(self, black_box, masker, spec, X, full, *, log_weight, max_queries=None,
                  max_seconds=None, background=None, in_distribution=None,
                  in_distribution_weight=0.0, spent=0, judge_ties=False, drawn_rows=0.0,
-                 n_drawn=4, n_partners=None, random_state=None):
+                 n_drawn=4, n_partners=None, random_state=None, removed_weight=0.0):
         self.black_box = black_box
+        self.removed_weight = removed_weight
         self.drawn_rows = drawn_rows if background is None else 0.0
         self.n_drawn = n_drawn
         self.n_partners = len(X) if n_partners is None else n_partners
@@ -740,6 +749,12 @@ class ModelJudge:
         if partners is None:
             return self.masker.mask_raw(self.X[index], kept)
         return np.where(kept > 0, self.X[index], self.X[partners])
+
+    @property
+    def cost_queries(self):
+        """Masked rows that one masked row of :meth:`costs` costs: two with
+        ``removed_weight`` (the row and its complement), else one."""
+        return 2 if self.removed_weight else 1
 
     @property
     def judged_queries(self):
@@ -816,12 +831,18 @@ class ModelJudge:
             judged = keep_reward(full[index], self.in_distribution.tensor(index, group_masks),
                                  self.spec, log_weight=self.log_weight)
             reward = (1 - weight) * reward + weight * judged
+        if self.removed_weight:
+            self._spend(len(index))
+            answers = self.black_box(torch.where(masks, fill, X[index]), checked=False)
+            self._finite &= torch.isfinite(answers).all()
+            reward = reward - self.removed_weight * keep_reward(
+                full[index], answers, self.spec, log_weight=self.log_weight)
         return (-reward).float()
 
     def costs(self, index, group_masks):
         """Minus the model's reward for rows ``index`` masked by 0/1 ``group_masks``
         (an ndarray; tensors on a device where :meth:`on_device` holds give a tensor
-        there)."""
+        there), less ``removed_weight`` times its reward on their complements."""
         if isinstance(group_masks, torch.Tensor):
             return self._tensor_costs(index, group_masks)
         if self.drawn_rows:
@@ -841,6 +862,10 @@ class ModelJudge:
             judged = keep_reward(self.full[index], self.in_distribution(index, group_masks),
                                  self.spec, log_weight=self.log_weight)
             reward = (1 - weight) * reward + weight * judged
+        if self.removed_weight:  # the left-out groups alone should not tell the answer
+            removed = self.value.masked_groups(self.X[index], 1 - np.asarray(group_masks))
+            reward = reward - self.removed_weight * keep_reward(
+                self.full[index], removed, self.spec, log_weight=self.log_weight)
         return -reward.astype(np.float32)
 
     def greedy(self, index, k):

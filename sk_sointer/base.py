@@ -595,6 +595,13 @@ class BaseExplainer(
         """Per-group scores (float tensor) for standardised rows ``X`` on the net's device."""
         return self._scores_of_output(self.net_.module_(X))
 
+    def _removed_weight(self):
+        """Weight of the model's answer with the selected groups left out, taken from the
+        refinement's reward (:class:`~sk_sointer._search.ModelJudge`'s ``removed_weight``):
+        none; a method whose objective asks the left-out features not to carry the answer
+        says how much."""
+        return 0.0
+
     def _refine(self, problem, X, net_input, outputs):
         """Refine the fitted selector against the black box (see :class:`ModelRefinement`):
         only with the model at hand and ``refine``. With ``k=None`` each row keeps the
@@ -639,7 +646,7 @@ class BaseExplainer(
                            # torch's generator (seeded by fit) drawn only when used, so
                            # that refinements without draws stay as they were
                            random_state=int(torch.randint(2**31 - 1, ()).item()) if drawn
-                           else None,
+                           else None, removed_weight=self._removed_weight(),
                            max_seconds=None if deadline is None else
                            max(0.0, deadline - time.monotonic()))
         callbacks = []

@@ -336,7 +336,8 @@ class SelectorJudgeNet(UpdateSteps, PortableNet, NeuralNet):
                                model_judge.masker.n_groups_,
                                model_judge.value.queries_per_row, spent=spent,
                                n_training=n_judged, judged_queries=model_judge.judged_queries,
-                               greedy_queries=model_judge.greedy_queries)
+                               greedy_queries=model_judge.greedy_queries,
+                               cost_queries=model_judge.cost_queries)
         if plan is None:  # the budget cannot pay for judging the selector once
             return None
         model_judge.set_budget(refinement.max_queries - spent, refinement.max_seconds)
@@ -544,13 +545,13 @@ class ModelJudgedNet(ImitationNet):
         on_device = self.model_judge.on_device(X.device)
         if not on_device:
             index = index.cpu().numpy()
-        n_rows = len(index) * self.n_samples
+        queries = len(index) * self.n_samples * self.model_judge.cost_queries
         # The step is taken only if the budget pays for it and for the evaluation that
         # ends the epoch (KeepBestByModel's); otherwise the epoch's remaining steps are
         # skipped and training ends after that evaluation.
         judged = len(dict(self.callbacks_)["keep_best"].index)
         reserve = judged * self.model_judge.judged_queries
-        if self.budget_spent_ or not self.model_judge.affords(n_rows + reserve):
+        if self.budget_spent_ or not self.model_judge.affords(queries + reserve):
             self.budget_spent_ = True
             return {"loss": torch.zeros((), device=X.device), "y_pred": None}
         self.module_.train()
@@ -634,7 +635,7 @@ class KeepBestByModel(Callback):
             self.stale_ += 1
         # Also stop when the budget (queries or time) cannot pay for a step of the next
         # epoch and its evaluation.
-        next_epoch = (net.n_samples * net.batch_size
+        next_epoch = (net.n_samples * net.batch_size * net.model_judge.cost_queries
                       + len(self.index) * net.model_judge.judged_queries)
         if (self.stale_ >= self.patience or net.budget_spent_
                 or not net.model_judge.affords(next_epoch)):

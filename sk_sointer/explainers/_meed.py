@@ -287,7 +287,10 @@ class MEEDExplainer(BaseExplainer):
     w_u : float, default=1.0
         Weight of the infidelity terms: ``L_s + w_u L_u`` for the approximators,
         ``L_s + w_u L_u^adv`` for the selector. 0 turns adversarial infidelity learning
-        off (the adversary still trains but the selector ignores it).
+        off (the adversary still trains but the selector ignores it). The refinement
+        against the model weighs the model's answer with the selected features left out
+        so too: its reward is the answer kept on the selected features minus ``w_u``
+        times the answer kept on the others (one more query a masked row).
 
     prior : {"auto", "model", "surrogate"} or None, default="auto"
         Where the warm start's per-row prior comes from: ``"model"``, gradient × input of
@@ -539,6 +542,12 @@ class MEEDExplainer(BaseExplainer):
         if not np.isfinite(X).all():
             return None  # _explain_rows reports the non-finite values as validation would
         return spec.standardize(in_chunks(self.black_box_.predict, X))
+
+    def _removed_weight(self):
+        # The refinement pays for both halves of the objective: rewarded on the selected
+        # features alone, the selector is free to keep features whose complement still
+        # tells the answer, which is what MEED's infidelity term is there to prevent.
+        return float(self.w_u)
 
     def _selector_input(self, X_scaled, X, outputs=None):
         if self.feedback is None:

@@ -1,0 +1,59 @@
+"""MEED's refinement pays for both halves of its objective: the selected features keep the
+model's answer, and the features left out alone do not (``ModelJudge(removed_weight=)``,
+MEED's ``w_u``)."""
+
+import numpy as np
+import pytest
+
+import sk_sointer
+from sk_sointer import L2XExplainer, MEEDExplainer, ModelRefinement
+from sk_sointer._masking import Masker
+from sk_sointer._outputs import spec_of
+from sk_sointer._search import ModelJudge, keep_reward
+
+from .test_drawn_rows import _sign_of_first
+
+
+def _judge(removed_weight, n_rows=200):
+    X = np.random.default_rng(0).normal(size=(n_rows, 4))
+    masker = Masker("mean").fit(X)
+    spec = spec_of(("categorical",), (2,))
+    return ModelJudge(sk_sointer.as_black_box(_sign_of_first), masker, spec, X,
+                      _sign_of_first(X), log_weight=0.1, removed_weight=removed_weight)
+
+
+def test_the_cost_subtracts_the_weighted_reward_of_the_complement_at_one_query_more():
+    plain, both = _judge(0.0), _judge(0.7)
+    assert (plain.cost_queries, both.cost_queries) == (1, 2)
+    index = np.arange(50)
+    masks = np.zeros((50, 4), dtype=np.float32)
+    masks[:, 1] = 1  # x1 kept: the answer is mostly x0's, left out with it at the fill
+    complement = plain.masker.mask_raw(plain.X[index], 1 - masks)
+    removed = keep_reward(plain.full[index], _sign_of_first(complement), plain.spec,
+                          log_weight=0.1)
+    np.testing.assert_allclose(both.costs(index, masks),
+                               plain.costs(index, masks) + 0.7 * removed, rtol=1e-6)
+    assert (both.n_queries, plain.n_queries) == (100, 50)
+    # keeping x0, the row's answer, costs more than keeping x1 once the rest must not tell it
+    keep_x0 = np.roll(masks, -1, axis=1)
+    gap_plain = plain.costs(index, masks).mean() - plain.costs(index, keep_x0).mean()
+    gap_both = both.costs(index, masks).mean() - both.costs(index, keep_x0).mean()
+    assert gap_both > gap_plain > 0
+
+
+def test_the_plan_pays_for_the_complements_of_every_step():
+    refine = ModelRefinement(max_queries=200_000, n_eval_rows=500)
+    alone = refine.plan(1_000, 2, 5)
+    both = refine.plan(1_000, 2, 5, cost_queries=2)
+    assert both.epoch_queries == 2 * 1_000 * 8 + 500
+    assert both.max_epochs < alone.max_epochs
+    assert 500 + 500 + both.n_imitated * 2 * 5 + both.max_epochs * both.epoch_queries \
+        <= 200_000
+
+
+def test_meed_refines_with_its_own_infidelity_weight_and_l2x_without():
+    assert MEEDExplainer()._removed_weight() == 1.0
+    assert MEEDExplainer(w_u=0.25)._removed_weight() == 0.25
+    assert MEEDExplainer(w_u=0.0)._removed_weight() == 0.0
+    assert L2XExplainer()._removed_weight() == 0.0
+
