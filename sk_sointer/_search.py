@@ -37,6 +37,12 @@ from .black_box import model_agreement, model_answers
 _LOG_FLOOR = np.log(1e-4)
 
 
+# The least reward a masked row's complement counts for, an output, in the removed term
+# of ModelJudge.costs: a class flipped (reward at least -0.92 with the log term) or a real
+# output moved by one spread.
+REMOVED_FLOOR = -1.0
+
+
 def keep_reward(full, masked, spec, *, log_weight=0.1):
     """Per-row reward of masked rows: how well the model keeps its answer, higher is better.
 
@@ -666,7 +672,10 @@ class ModelJudge:
         left out, the others kept, at the fill) in :meth:`costs`: the reward is the kept
         groups' minus ``removed_weight`` times the complement's, so that the groups left
         out do not alone carry the answer (MEED's infidelity, weighed as its ``w_u``
-        weighs it). A masked row then costs one query more (:attr:`cost_queries`).
+        weighs it). The complement's reward counts down to -1 an output only:
+        a real output's squared change has no bound, and beyond a spread's change a
+        complement has lost the answer as surely as a flipped class (whose reward stays
+        above -1). A masked row then costs one query more (:attr:`cost_queries`).
 
     Attributes
     ----------
@@ -683,6 +692,8 @@ class ModelJudge:
                  n_drawn=4, n_partners=None, random_state=None, removed_weight=0.0):
         self.black_box = black_box
         self.removed_weight = removed_weight
+        self._removed_floor = REMOVED_FLOOR * (1 if spec.target is not None else
+                                               spec.n_outputs)
         self.drawn_rows = drawn_rows if background is None else 0.0
         self.n_drawn = n_drawn
         self.n_partners = len(X) if n_partners is None else n_partners
@@ -835,8 +846,8 @@ class ModelJudge:
             self._spend(len(index))
             answers = self.black_box(torch.where(masks, fill, X[index]), checked=False)
             self._finite &= torch.isfinite(answers).all()
-            reward = reward - self.removed_weight * keep_reward(
-                full[index], answers, self.spec, log_weight=self.log_weight)
+            removed = keep_reward(full[index], answers, self.spec, log_weight=self.log_weight)
+            reward = reward - self.removed_weight * removed.clamp(min=self._removed_floor)
         return (-reward).float()
 
     def costs(self, index, group_masks):
@@ -864,8 +875,9 @@ class ModelJudge:
             reward = (1 - weight) * reward + weight * judged
         if self.removed_weight:  # the left-out groups alone should not tell the answer
             removed = self.value.masked_groups(self.X[index], 1 - np.asarray(group_masks))
-            reward = reward - self.removed_weight * keep_reward(
-                self.full[index], removed, self.spec, log_weight=self.log_weight)
+            removed = keep_reward(self.full[index], removed, self.spec,
+                                  log_weight=self.log_weight)
+            reward = reward - self.removed_weight * np.maximum(removed, self._removed_floor)
         return -reward.astype(np.float32)
 
     def greedy(self, index, k):

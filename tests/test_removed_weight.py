@@ -57,3 +57,28 @@ def test_meed_refines_with_its_own_infidelity_weight_and_l2x_without():
     assert MEEDExplainer(w_u=0.0)._removed_weight() == 0.0
     assert L2XExplainer()._removed_weight() == 0.0
 
+
+
+def test_a_real_outputs_complement_counts_down_to_one_spread_only():
+    X = np.random.default_rng(1).normal(size=(100, 3))
+
+    def model(rows):  # a regressor of x0 alone, 40 spreads wide: leaving x0 out moves it far
+        return 40.0 * np.asarray(rows)[:, :1]
+
+    masker = Masker("mean").fit(X)
+    spec = spec_of(("real",), (1,))  # no scale: a spread of 1
+    plain, both = (ModelJudge(sk_sointer.as_black_box(model, output="values"), masker, spec, X,
+                              model(X), log_weight=0.1, removed_weight=weight)
+                   for weight in (0.0, 2.0))
+    index = np.arange(100)
+    keep_x0 = np.zeros((100, 3), dtype=np.float32)
+    keep_x0[:, 0] = 1
+    # the complement (x0 at its mean) is 40 |x0 - mean| spreads off, counted down to -1
+    moved = 40.0 * (X[:, 0] - X[:, 0].mean())
+    assert np.mean(np.abs(moved) > 1) > 0.9
+    np.testing.assert_allclose(both.costs(index, keep_x0),
+                               plain.costs(index, keep_x0) + 2.0 * np.maximum(-moved**2, -1),
+                               rtol=1e-5, atol=1e-5)
+    keep_x1 = np.roll(keep_x0, 1, axis=1)  # the complement keeps x0: its answer, reward 0
+    np.testing.assert_allclose(both.costs(index, keep_x1), plain.costs(index, keep_x1),
+                               atol=1e-5)
