@@ -37,12 +37,6 @@ from .black_box import model_agreement, model_answers
 _LOG_FLOOR = np.log(1e-4)
 
 
-# The least reward a masked row's complement counts for, an output, in the removed term
-# of ModelJudge.costs: a class flipped (reward at least -0.92 with the log term) or a real
-# output moved by one spread.
-REMOVED_FLOOR = -1.0
-
-
 def keep_reward(full, masked, spec, *, log_weight=0.1):
     """Per-row reward of masked rows: how well the model keeps its answer, higher is better.
 
@@ -670,12 +664,14 @@ class ModelJudge:
     removed_weight : float, default=0.0
         Weight of the model's answer on each masked row's complement (its kept groups
         left out, the others kept, at the fill) in :meth:`costs`: the reward is the kept
-        groups' minus ``removed_weight`` times the complement's, so that the groups left
-        out do not alone carry the answer (MEED's infidelity, weighed as its ``w_u``
-        weighs it). The complement's reward counts down to -1 an output only:
-        a real output's squared change has no bound, and beyond a spread's change a
-        complement has lost the answer as surely as a flipped class (whose reward stays
-        above -1). A masked row then costs one query more (:attr:`cost_queries`).
+        groups' less ``removed_weight`` times what the complement's reward exceeds the
+        row's with every group left out, so that the groups left out do not alone tell
+        more of the answer than no group does (MEED's infidelity, weighed as its ``w_u``
+        weighs it). Measured against no groups rather than counted whole, a complement
+        that keeps a class only because the fill does (a rare class's rows; a tie at the
+        fill) costs nothing, and leaving out the features that argue against the answer
+        earns nothing. The rows with every group left out are asked once, when the judge
+        is made; a masked row then costs one query more (:attr:`cost_queries`).
 
     Attributes
     ----------
@@ -692,8 +688,6 @@ class ModelJudge:
                  n_drawn=4, n_partners=None, random_state=None, removed_weight=0.0):
         self.black_box = black_box
         self.removed_weight = removed_weight
-        self._removed_floor = REMOVED_FLOOR * (1 if spec.target is not None else
-                                               spec.n_outputs)
         self.drawn_rows = drawn_rows if background is None else 0.0
         self.n_drawn = n_drawn
         self.n_partners = len(X) if n_partners is None else n_partners
@@ -712,6 +706,9 @@ class ModelJudge:
         self.n_queries = spent
         self._answers = {}
         self.set_budget(max_queries, max_seconds)
+        if removed_weight:  # the model's reward on every row with all groups left out
+            empty = self.value.masked_groups(X, np.zeros((len(X), masker.n_groups_)))
+            self._empty_reward = keep_reward(full, empty, spec, log_weight=log_weight)
 
     def set_budget(self, max_queries=None, max_seconds=None):
         """Bound the queries from now on to ``max_queries`` more rows and ``max_seconds``
@@ -847,13 +844,15 @@ class ModelJudge:
             answers = self.black_box(torch.where(masks, fill, X[index]), checked=False)
             self._finite &= torch.isfinite(answers).all()
             removed = keep_reward(full[index], answers, self.spec, log_weight=self.log_weight)
-            reward = reward - self.removed_weight * removed.clamp(min=self._removed_floor)
+            empty = torch.as_tensor(self._empty_reward, device=removed.device)[index]
+            reward = reward - self.removed_weight * (removed - empty).clamp(min=0)
         return (-reward).float()
 
     def costs(self, index, group_masks):
         """Minus the model's reward for rows ``index`` masked by 0/1 ``group_masks``
         (an ndarray; tensors on a device where :meth:`on_device` holds give a tensor
-        there), less ``removed_weight`` times its reward on their complements."""
+        there), less ``removed_weight`` times what their complements' reward exceeds the
+        rows' with nothing kept (see ``removed_weight``)."""
         if isinstance(group_masks, torch.Tensor):
             return self._tensor_costs(index, group_masks)
         if self.drawn_rows:
@@ -877,7 +876,8 @@ class ModelJudge:
             removed = self.value.masked_groups(self.X[index], 1 - np.asarray(group_masks))
             removed = keep_reward(self.full[index], removed, self.spec,
                                   log_weight=self.log_weight)
-            reward = reward - self.removed_weight * np.maximum(removed, self._removed_floor)
+            reward = reward - self.removed_weight * np.maximum(removed - self._empty_reward[index],
+                                                               0)
         return -reward.astype(np.float32)
 
     def greedy(self, index, k):

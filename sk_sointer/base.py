@@ -635,9 +635,11 @@ class BaseExplainer(
         if refine.imitate_epochs == "auto":  # imitation where the targets are in distribution
             refine = clone(refine).set_params(
                 imitate_epochs=_IMITATE_EPOCHS_IN_DISTRIBUTION if drawn else 0)
+        background = getattr(self, "background_", None)
+        n_fill = 1 if background is None else len(background)
         judge = ModelJudge(problem.black_box, problem.masker, problem.output_spec, X,
                            outputs, spent=len(X) - n_rows, log_weight=refine.log_weight,
-                           background=getattr(self, "background_", None),
+                           background=background,
                            in_distribution=self._in_distribution_judge(problem, X, outputs,
                                                                        refine, deadline),
                            in_distribution_weight=refine.in_distribution,
@@ -646,7 +648,11 @@ class BaseExplainer(
                            # torch's generator (seeded by fit) drawn only when used, so
                            # that refinements without draws stay as they were
                            random_state=int(torch.randint(2**31 - 1, ()).item()) if drawn
-                           else None, removed_weight=self._removed_weight(),
+                           else None,
+                           # the complement's term first asks every row with nothing kept:
+                           # a budget that cannot pay for that refines the kept half alone
+                           removed_weight=self._removed_weight()
+                           if refine.max_queries > 2 * len(X) * n_fill else 0.0,
                            max_seconds=None if deadline is None else
                            max(0.0, deadline - time.monotonic()))
         callbacks = []

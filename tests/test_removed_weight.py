@@ -31,9 +31,13 @@ def test_the_cost_subtracts_the_weighted_reward_of_the_complement_at_one_query_m
     complement = plain.masker.mask_raw(plain.X[index], 1 - masks)
     removed = keep_reward(plain.full[index], _sign_of_first(complement), plain.spec,
                           log_weight=0.1)
+    empty = plain.masker.mask_raw(plain.X[index], np.zeros_like(masks))
+    nothing = keep_reward(plain.full[index], _sign_of_first(empty), plain.spec, log_weight=0.1)
     np.testing.assert_allclose(both.costs(index, masks),
-                               plain.costs(index, masks) + 0.7 * removed, rtol=1e-6)
-    assert (both.n_queries, plain.n_queries) == (100, 50)
+                               plain.costs(index, masks) + 0.7 * np.maximum(removed - nothing,
+                                                                            0), rtol=1e-6)
+    # the 200 rows with nothing kept once, then each masked row and its complement
+    assert (both.n_queries, plain.n_queries) == (200 + 100, 50)
     # keeping x0, the row's answer, costs more than keeping x1 once the rest must not tell it
     keep_x0 = np.roll(masks, -1, axis=1)
     gap_plain = plain.costs(index, masks).mean() - plain.costs(index, keep_x0).mean()
@@ -59,11 +63,11 @@ def test_meed_refines_with_its_own_infidelity_weight_and_l2x_without():
 
 
 
-def test_a_real_outputs_complement_counts_down_to_one_spread_only():
+def test_a_complement_is_charged_only_for_what_it_tells_beyond_no_features():
     X = np.random.default_rng(1).normal(size=(100, 3))
 
-    def model(rows):  # a regressor of x0 alone, 40 spreads wide: leaving x0 out moves it far
-        return 40.0 * np.asarray(rows)[:, :1]
+    def model(rows):  # a regressor of x0 alone
+        return 4.0 * np.asarray(rows)[:, :1]
 
     masker = Masker("mean").fit(X)
     spec = spec_of(("real",), (1,))  # no scale: a spread of 1
@@ -73,12 +77,13 @@ def test_a_real_outputs_complement_counts_down_to_one_spread_only():
     index = np.arange(100)
     keep_x0 = np.zeros((100, 3), dtype=np.float32)
     keep_x0[:, 0] = 1
-    # the complement (x0 at its mean) is 40 |x0 - mean| spreads off, counted down to -1
-    moved = 40.0 * (X[:, 0] - X[:, 0].mean())
-    assert np.mean(np.abs(moved) > 1) > 0.9
-    np.testing.assert_allclose(both.costs(index, keep_x0),
-                               plain.costs(index, keep_x0) + 2.0 * np.maximum(-moved**2, -1),
-                               rtol=1e-5, atol=1e-5)
-    keep_x1 = np.roll(keep_x0, 1, axis=1)  # the complement keeps x0: its answer, reward 0
-    np.testing.assert_allclose(both.costs(index, keep_x1), plain.costs(index, keep_x1),
+    # the complement (x0 at its mean) tells what no feature tells: no charge
+    np.testing.assert_allclose(both.costs(index, keep_x0), plain.costs(index, keep_x0),
+                               atol=1e-5)
+    # keeping x1 leaves x0 to the complement, which tells the answer exactly: charged the
+    # squared distance of the empty row's prediction to the full one
+    keep_x1 = np.roll(keep_x0, 1, axis=1)
+    moved = 4.0 * (X[:, 0] - X[:, 0].mean())
+    np.testing.assert_allclose(both.costs(index, keep_x1),
+                               plain.costs(index, keep_x1) + 2.0 * moved**2, rtol=1e-5,
                                atol=1e-5)
