@@ -844,7 +844,9 @@ class ModelJudge:
             answers = self.black_box(torch.where(masks, fill, X[index]), checked=False)
             self._finite &= torch.isfinite(answers).all()
             removed = keep_reward(full[index], answers, self.spec, log_weight=self.log_weight)
-            empty = torch.as_tensor(self._empty_reward, device=removed.device)[index]
+            if getattr(self, "_empty_t", None) is None or self._empty_t.device != removed.device:
+                self._empty_t = torch.as_tensor(self._empty_reward, device=removed.device)
+            empty = self._empty_t[index]  # copied to the device once, not every step
             reward = reward - self.removed_weight * (removed - empty).clamp(min=0)
         return (-reward).float()
 
