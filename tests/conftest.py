@@ -52,7 +52,7 @@ def fast_explainers():
     # shared tests fit it through fit_explainer.
     instances.append(sk_sointer.SOInterExplainer(
         k=1, max_epochs=2, batch_size=32, energy=sk_sointer.EnergyNet(max_epochs=2),
-        energy_masks=1, random_state=0))
+        energy_masks=1, refine=None, random_state=0))
     return instances
 
 

@@ -897,7 +897,7 @@ def _inspected_cases():
                      "outputs"),
         "sointer": (lambda: sk_sointer.SOInterExplainer(
             target=1, k=2, energy=sk_sointer.EnergyNet(max_epochs=1), energy_masks=1,
-            **SMALL), MultiOutputClassifier),
+            refine=None, **SMALL), MultiOutputClassifier),
         "evalx": (lambda: metrics.EvalXEvaluator(baseline="zero", **SMALL), "model"),
     }
 

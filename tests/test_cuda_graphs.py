@@ -310,7 +310,7 @@ def test_a_step_that_queries_the_black_box_is_not_captured(fake, rows):
     model = MLPClassifier(hidden_layer_sizes=(8,), max_iter=100, random_state=0).fit(
         X, np.column_stack([y, X[:, 2] > 0]))
     with pytest.warns(UserWarning, match="the step queries the black box on the host"):
-        SOInterExplainer(k=2, target=0, requery="batch", max_epochs=2, batch_size=250,
+        SOInterExplainer(k=2, target=0, requery="batch", max_epochs=2, batch_size=250, refine=None,
                          energy=EnergyNet(max_epochs=2), device="cpu",
                          random_state=0).fit(X, black_box=model)
     # The interpreter's step runs eagerly; the energy network's alone is captured: 2,500
@@ -330,7 +330,7 @@ def test_soInter_pretrains_its_energy_network_captured(fake, rows, cuda_graphs):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         explainer = SOInterExplainer(
-            k=2, target=0, max_epochs=2, batch_size=250, cuda_graphs=cuda_graphs,
+            k=2, target=0, max_epochs=2, batch_size=250, cuda_graphs=cuda_graphs, refine=None,
             energy=EnergyNet(max_epochs=4, batch_size=250), device="cpu", random_state=0,
         ).fit(X, black_box=model)
     energy_steps = sum(len(epoch["batches"]) for epoch in explainer.energy_net_.net_.history)

@@ -218,7 +218,7 @@ def test_sointer_explains_one_label_of_a_multi_label_cnn_on_images():
             net(torch.as_tensor(X) / 16), torch.as_tensor(labels)).backward()
         optimizer.step()
     model = as_black_box(torch.nn.Sequential(_Scale(16.0), net), output="multilabel_logits")
-    explainer = SOInterExplainer(target=2, k=4, patch_size=2, max_epochs=10,
+    explainer = SOInterExplainer(target=2, k=4, patch_size=2, max_epochs=10, refine=None,
                                  energy=EnergyNet(max_epochs=10), **FAST)
     masks = explainer.fit(X, black_box=model).transform(X)
     assert masks.shape == X.shape

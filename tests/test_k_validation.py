@@ -16,6 +16,7 @@ def _fitted(name, rows):
     X, single, multi = rows
     if name == "SOInterExplainer":
         return SOInterExplainer(target=0, k=2, energy=EnergyNet(max_epochs=1), energy_masks=1,
+                                refine=None,
                                 **{**FAST, "max_epochs": 1}).fit(X, black_box=multi)
     make = {"L2XExplainer": L2XExplainer, "MEEDExplainer": MEEDExplainer,
             "RealXExplainer": RealXExplainer, "HardKumaExplainer": HardKumaExplainer}[name]

@@ -150,7 +150,7 @@ def test_spark_predict_fn_serves_a_saved_sointer_explainer(tmp_path):
     model = MultiOutputClassifier(LogisticRegression()).fit(X, labels)
     explainer = sk_sointer.SOInterExplainer(
         target=1, k=2, max_epochs=3, energy=sk_sointer.EnergyNet(max_epochs=3), energy_masks=1,
-        random_state=0, device="cpu").fit(X, black_box=model)
+        refine=None, random_state=0, device="cpu").fit(X, black_box=model)
     path = tmp_path / "sointer.safetensors"
     sk_sointer.save(explainer, path)
     np.testing.assert_array_equal(spark_predict_fn(path)()(X), explainer.transform(X))

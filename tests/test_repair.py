@@ -298,7 +298,7 @@ def test_every_explainer_repairs_through_transform(switch):
         sk_sointer.MEEDExplainer(k=2, max_epochs=1, batch_size=64, refine=None),
         sk_sointer.RealXExplainer(k=2, max_epochs=2, predictor_epochs=1, batch_size=64,
                                   refine=None),
-        sk_sointer.SOInterExplainer(k=2, max_epochs=1, batch_size=64,
+        sk_sointer.SOInterExplainer(k=2, max_epochs=1, batch_size=64, refine=None,
                                     energy=sk_sointer.EnergyNet(max_epochs=1), energy_masks=1),
     ]:
         black_box = two_outputs if explainer._requires_model else model

@@ -30,7 +30,7 @@ def _images(side, n=300, seed=0):
     return np.random.RandomState(seed).randn(n, side * side).astype(np.float32)
 
 
-FAST = dict(k=3, max_epochs=3, batch_size=100, energy_masks=1, fill="baseline",
+FAST = dict(k=3, max_epochs=3, batch_size=100, energy_masks=1, fill="baseline", refine=None,
             gradient="relaxed", energy=EnergyNet(max_epochs=2, loss="pseudolikelihood"),
             random_state=0)
 
@@ -133,7 +133,7 @@ def test_sointer_defaults_on_many_outputs_use_the_scaled_energy_network(capsys, 
     X = _images(side, n=60)
     black_box = as_black_box(LocalSegmenter(side), output="multilabel_logits")
     explainer = SOInterExplainer(target=(2, 2), k=3, image_shape=(side, side), max_epochs=1,
-                                 energy_masks=1, random_state=0, device="cpu",
+                                 energy_masks=1, refine=None, random_state=0, device="cpu",
                                  verbose=1).fit(X, black_box=black_box)
     assert (explainer.energy_loss_, explainer.energy_encoding_,
             explainer.energy_max_epochs_) == ("pseudolikelihood", "unary", 10)
@@ -215,7 +215,8 @@ def _fit_on_100_pixels(**params):
     explainer = SOInterExplainer(
         target=(5, 4), k=5, image_shape=(side, side), max_epochs=10, batch_size=100,
         energy_masks=2, fill="baseline", gradient="relaxed", baseline="zero",
-        energy=EnergyNet(max_epochs=5, loss="pseudolikelihood"), random_state=0, **params,
+        energy=EnergyNet(max_epochs=5, loss="pseudolikelihood"), random_state=0,
+        **{"refine": None, **params},
     ).fit(X, black_box=black_box)
     masks = explainer.transform(X[:200]).reshape(200, side, side)
     rows, cols = np.nonzero(masks.sum(axis=0))

@@ -376,10 +376,14 @@ class SOInterExplainer(BaseExplainer):
         expectation over the draws, with ``fill="draws"``) has not fallen for this many
         epochs; the interpreter of the best epoch is kept.
 
-    refine : "model", ModelRefinement or None, default=None
+    refine : "model", ModelRefinement or None, default="model"
         Refine the interpreter further against the black box's answers on the target
-        output (``"model"``: with the default :class:`~sk_sointer.ModelRefinement`). Off
-        by default: SOInter's own training already re-queries the model on its masks.
+        output (``"model"``: with the default :class:`~sk_sointer.ModelRefinement`), as
+        L2X is by default; ``None``: the interpreter as SOInter's own training leaves it.
+        On a segmentation network of 8 x 8 digits (three pixels, k = 10, three seeds) the
+        refinement raised the share of 500 held-out images whose target pixel keeps the
+        network's answer from 93.9 to 94.3 %% (L2X 94.2), at 25-55 s a fit instead of
+        6-11 s (one thread).
 
     %(repair)s
 
@@ -516,7 +520,7 @@ class SOInterExplainer(BaseExplainer):
         selector=MLP(hidden_units=(100, 100), zero_output=True), energy=None, energy_masks=4,
         fill="draws", n_draws=4, requery="sample", objective="auto", margin="all",
         straight_through=True, energy_refit=False, append_mask=False, n_iter_no_change=10,
-        refine=None, repair=None, background=None, baseline="mean", groups=None,
+        refine="model", repair=None, background=None, baseline="mean", groups=None,
         image_shape=None, patch_size=None,
         max_epochs=50, batch_size=256, lr=1e-3, weight_decay=1e-3, optimizer="adam",
         callbacks=None, train_split=None, device="auto",
