@@ -84,8 +84,9 @@ repair : "model", RowRepair or None, default=None
     from the selector's mask, each judged by the model, within a query budget a row
     (:class:`~sk_sointer.RowRepair`; ``"model"``: its defaults). The masks then hold on
     more rows, at the price of model queries (two a row for the check, more for a failing
-    row): milliseconds a row rather than microseconds. ``repair_report_`` records the
-    rows checked, failed and repaired and the queries spent. Needs the model at ``fit``.""",
+    row): milliseconds a row rather than microseconds. :meth:`repair_masks` gives the
+    masks with a report of the rows checked, failed and repaired and the queries spent.
+    Needs the model at ``fit``.""",
     "background": """\
 background : int, array-like or None, default=None
     How the model is asked about a row with features left out (``score``, :meth:`check`,

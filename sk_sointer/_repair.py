@@ -37,7 +37,7 @@ class RowRepair(BaseEstimator):
     the masked row: two queries a row, or ``1 + n_background`` with background rows); the
     rows whose mask fails are searched further (swaps from the selector's mask, see
     :mod:`sk_sointer._repair`) within ``max_queries`` model queries a row. The explainer
-    records what happened in ``repair_report_``.
+    reports what happened (:meth:`~sk_sointer.L2XExplainer.repair_masks`).
 
     Parameters
     ----------
@@ -85,19 +85,22 @@ class RowRepair(BaseEstimator):
 
 
 class RepairReport(Bunch):
-    """What :meth:`transform` with ``repair`` did, as ``repair_report_`` holds it: a
+    """What a repair did (:meth:`~sk_sointer.L2XExplainer.repair_masks`): a
     :class:`~sklearn.utils.Bunch` of ``n_rows``, ``n_failed`` (rows whose mask failed the
     check), ``n_repaired`` (of those, rows that hold after the search), ``n_queries``
-    (model rows sent, the check included), ``queries_per_row`` and ``holds`` (per row,
-    after the search). Printed, it gives the counts and how many rows hold, not every
-    row's flag."""
+    (model rows sent, the check included), ``queries_per_row``, ``holds`` (per row, after
+    the search) and ``masks`` (the repaired masks). Printed, it gives the counts, how many
+    rows hold and the masks' shape, not every row's."""
 
     def __repr__(self):
-        fields = [f"{name}={self[name]!r}" for name in self if name != "holds"]
+        fields = [f"{name}={self[name]!r}" for name in self if name not in ("holds", "masks")]
         holds = self.get("holds")
         if holds is not None:
             holds = np.asarray(holds)
             fields.append(f"holds=<{holds.size} rows, {int(holds.sum())} hold>")
+        masks = self.get("masks")
+        if masks is not None:
+            fields.append(f"masks=<{' x '.join(map(str, np.shape(masks)))}>")
         return f"RepairReport({', '.join(fields)})"
 
 

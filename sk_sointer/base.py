@@ -904,11 +904,10 @@ class BaseExplainer(
         -----
         With ``repair`` set, every row's mask is then checked against the model and the
         rows whose mask fails are searched further (:class:`~sk_sointer.RowRepair`): the
-        masks are no longer a function of the scores alone, and ``repair_report_`` says
-        how many rows failed, how many were repaired and how many queries that took. The
-        report describes the last call made with ``repair`` set: a call with
-        ``repair=None`` (after ``set_params``) removes it. ``repair`` is read, and checked
-        as ``fit`` checks it, at every call.
+        masks are no longer a function of the scores alone. :meth:`repair_masks` gives the
+        same masks with the search's report (how many rows failed, how many were repaired,
+        how many queries that took); ``transform`` sets no attribute. ``repair`` is read,
+        and checked as ``fit`` checks it, at every call.
         """
         X = self._validate_transform_input(X, finite=False)
         self._check_output_container()
@@ -921,8 +920,40 @@ class BaseExplainer(
         if repair is None:
             masks = self._explain_rows(X, self._masks_of, X.dtype, outputs)
         else:
-            masks = self._repaired_masks(X, repair, outputs).astype(X.dtype)
+            masks = self._repaired_masks(X, repair, outputs)[0].astype(X.dtype)
         return self.layout_.unflatten(masks)
+
+    def repair_masks(self, X):
+        """The masks of :meth:`transform` with ``repair``, and the repair's report.
+
+        Every row's mask is checked against the model, and the rows whose mask fails are
+        searched further (:class:`~sk_sointer.RowRepair`; with ``repair=None``, its
+        defaults).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), or images as given to ``fit``
+
+        Returns
+        -------
+        report : RepairReport
+            A :class:`~sklearn.utils.Bunch` of ``masks`` (as :meth:`transform` returns
+            them with this ``repair``; an ndarray), ``n_rows``, ``n_failed`` (rows whose mask
+            failed the check), ``n_repaired`` (of those, rows that hold after the search),
+            ``n_queries`` (model rows sent, the check included), ``queries_per_row`` and
+            ``holds`` (per row, after the search).
+        """
+        X = self._validate_transform_input(X, finite=False)
+        repair = self._repair_settings() or RowRepair()
+        masks, report = self._repaired_masks(X, repair, self._outputs_of(X, None))
+        report.masks = self.layout_.unflatten(masks.astype(X.dtype))
+        return report
+
+    def _outputs_of(self, X, outputs):
+        """What :meth:`_explain_rows` passes to the selector on the validated rows ``X``
+        besides them, given the model's ``outputs`` on them or ``None``: nothing, but for
+        a selector that reads the model's outputs (MEED's feedback)."""
+        return None
 
     def _repair_settings(self):
         """``repair`` as it is now, as a validated :class:`~sk_sointer.RowRepair`, or
@@ -931,13 +962,10 @@ class BaseExplainer(
         ``set_params(repair=...)`` after fit changes only how masks are made, so ``repair``
         is read (and checked again, by the rules and with the messages of ``fit``) where
         masks are made or checked: a string other than "model", or a ``RowRepair`` with a
-        bool or a negative budget, is refused there. ``repair_report_`` describes masks made
-        with a repair: with ``repair=None`` it is removed, so that no report outlives the
-        setting that made it."""
+        bool or a negative budget, is refused there."""
         repair = getattr(self, "repair", None)
         name = type(self).__name__
         if repair is None:
-            self.__dict__.pop("repair_report_", None)
             return None
         constraints = self._parameter_constraints.get("repair")
         if constraints is not None:
@@ -969,21 +997,18 @@ class BaseExplainer(
 
     def _repaired_masks(self, X, repair, outputs=None):
         """Feature-level masks of rows ``X``: the selector's, checked against the model and
-        searched further where they fail; ``repair_report_`` records the search (and is
-        removed first: a search that fails leaves no report of an earlier call)."""
-        self.__dict__.pop("repair_report_", None)
+        searched further where they fail, and the :class:`RepairReport` of the search."""
         scores = self._explain_rows(X, self._scores_of, np.float32, outputs)
         scores = self.masker_.reduce_raw(scores)  # every feature carries its group's score
         group_masks = self._masks_from_scores(torch.from_numpy(scores.copy()))
         report = repair_masks(self._masked_value(), X, scores, group_masks, self.output_spec_,
                               self._check_k(), repair)
         n_rows = len(X)
-        self.repair_report_ = RepairReport(
+        return self.masker_.expand_raw(group_masks), RepairReport(
             n_rows=n_rows, n_failed=report.n_failed, n_repaired=report.n_repaired,
             n_queries=report.n_queries, queries_per_row=report.n_queries / max(n_rows, 1),
             holds=report.holds,
         )
-        return self.masker_.expand_raw(group_masks)
 
     def reasons(self, X, masks=None):
         """For each row, its kept columns ranked by what each does to the model's answer,

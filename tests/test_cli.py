@@ -1026,7 +1026,7 @@ def test_inspect_prints_a_readable_summary(inspected, capsys):
     # The parameters set are listed first, marked; the defaults after.
     params = [line for line in lines if line.startswith(("  * ", "    ")) and " = " in line]
     marked = [line.split()[1] for line in params if line.startswith("  * ")]
-    assert set(marked) == {"target", "k", "energy", "energy_masks", "max_epochs",
+    assert set(marked) == {"target", "k", "energy", "energy_masks", "refine", "max_epochs",
                            "batch_size", "random_state", "device"}
     assert params[:len(marked)] == [line for line in params if line.startswith("  * ")]
     assert "  * target = 1" in lines

@@ -106,7 +106,7 @@ def test_the_cli_sets_the_refinements_budget(capsys, tmp_path, data, model_file,
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--method", "sointer", "--max-queries", "10"], "--max-queries bounds the refinement"),
+    (["--param", "refine=null", "--max-queries", "10"], "--max-queries bounds the refinement"),
     (["--param", "refine=null", "--max-seconds", "5"], "which l2x does not do here"),
     (["--max-seconds", "0"], "expected a finite number > 0"),
     (["--max-queries", "-1"], "expected an integer >= 0"),

@@ -105,8 +105,8 @@ def test_repair_makes_failing_rows_hold_and_counts_its_queries(switch, weak):
     counting = _Counting(_switch_proba)
     explainer = copy.deepcopy(weak).set_params(repair="model")  # the same fitted selector
     explainer.black_box_ = sk_sointer.as_black_box(counting)
-    masks = explainer.transform(X)
-    report = explainer.repair_report_
+    report = explainer.repair_masks(X)
+    masks = report.masks
     np.testing.assert_array_equal(masks.sum(axis=1), 2)
     assert report.n_failed == int((~before).sum())
     assert report.n_queries == counting.rows
@@ -114,44 +114,55 @@ def test_repair_makes_failing_rows_hold_and_counts_its_queries(switch, weak):
     assert report.n_repaired >= 0.95 * report.n_failed
     np.testing.assert_array_equal(explainer.check(X, masks).holds, report.holds)
     assert explainer.score(X) >= 0.98
-    # Rows that held keep the selector's mask.
+    # Rows that held keep the selector's mask; transform gives the same masks, and sets no
+    # attribute.
     np.testing.assert_array_equal(masks[before], weak.transform(X)[before])
+    state = dict(vars(explainer))
+    np.testing.assert_array_equal(explainer.transform(X), masks)
+    assert vars(explainer).keys() == state.keys()
+
+
+def test_repair_masks_repairs_with_the_default_settings_when_repair_is_off(switch, weak):
+    X, _ = switch
+    assert weak.repair is None
+    report = weak.repair_masks(X)
+    repaired = copy.deepcopy(weak).set_params(repair="model")
+    np.testing.assert_array_equal(report.masks, repaired.transform(X))
+    assert report.n_repaired > 0 and report.holds.mean() > weak.check(X).holds.mean()
 
 
 def test_repair_budget_bounds_the_search(switch, weak):
     X, _ = switch
     explainer = copy.deepcopy(weak).set_params(repair=RowRepair(max_queries=0))
-    masks = explainer.transform(X)
-    np.testing.assert_array_equal(masks, weak.transform(X))
-    assert explainer.repair_report_.n_queries == 2 * len(X)  # the check alone
-    assert explainer.repair_report_.n_repaired == 0
+    report = explainer.repair_masks(X)
+    np.testing.assert_array_equal(report.masks, weak.transform(X))
+    assert report.n_queries == 2 * len(X)  # the check alone
+    assert report.n_repaired == 0
     # One round (2 groups taken out in turn, the 4 others put in) a failing row at most.
     explainer.repair = RowRepair(max_queries=6)
-    explainer.transform(X)
-    report = explainer.repair_report_
+    report = explainer.repair_masks(X)
     assert report.n_queries == 2 * len(X) + 6 * report.n_failed
 
 
 
-def test_the_repair_report_prints_its_counts_and_survives_save_and_load(switch, weak,
-                                                                         tmp_path):
+def test_the_repair_report_prints_its_counts_and_a_repairing_explainer_saves(switch, weak,
+                                                                               tmp_path):
     X, _ = switch
     explainer = copy.deepcopy(weak).set_params(repair="model")
-    explainer.transform(X)
-    report = explainer.repair_report_
+    report = explainer.repair_masks(X)
     text = repr(report)
-    # The counts, and how many rows hold rather than every row's flag.
+    # The counts, and how many rows hold and the masks' shape rather than every row's.
     assert f"n_failed={report.n_failed}, n_repaired={report.n_repaired}" in text
     assert f"holds=<{len(X)} rows, {int(report.holds.sum())} hold>" in text
-    assert "True" not in text and len(text) < 200
-    # Saved and loaded, it is the same report (it came back as a plain dict before).
+    assert f"masks=<{len(X)} x {X.shape[1]}>" in text
+    assert "True" not in text and len(text) < 220
+    # Saved and loaded (or pickled), the explainer repairs as before.
     path = tmp_path / "repaired.skx"
     sk_sointer.save(explainer, path)
-    loaded = sk_sointer.load(path, black_box=_switch_proba).repair_report_
-    assert loaded.n_repaired == report.n_repaired and loaded.n_queries == report.n_queries
-    np.testing.assert_array_equal(loaded.holds, report.holds)
-    assert repr(loaded) == text
-    assert repr(pickle.loads(pickle.dumps(explainer)).repair_report_) == text
+    loaded = sk_sointer.load(path, black_box=_switch_proba)
+    np.testing.assert_array_equal(loaded.transform(X), report.masks)
+    assert repr(loaded.repair_masks(X)) == text
+    assert repr(pickle.loads(pickle.dumps(explainer)).repair_masks(X)) == text
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_repair_without_k_adds_groups_until_the_answer_holds(switch, seed):
@@ -162,8 +173,8 @@ def test_repair_without_k_adds_groups_until_the_answer_holds(switch, seed):
     explainer = HardKumaExplainer(k=None, max_epochs=2, predictor_epochs=1, batch_size=64,
                                   repair=RowRepair(max_queries=15),
                                   random_state=seed).fit(X, black_box=model)
-    masks = explainer.transform(X)
-    report = explainer.repair_report_
+    report = explainer.repair_masks(X)
+    masks = report.masks
     assert masks.sum(axis=1).min() >= 1 and report.n_failed > 0
     assert explainer.check(X, masks).holds.mean() >= report.holds.mean()
     assert report.holds.all()  # with every feature, the answer is kept
@@ -191,7 +202,7 @@ def test_repaired_regression_masks_get_near_the_greedy_search():
         X_test, greedy)), explainer.output_spec_)
     assert repaired > plain + 0.05
     assert repaired >= oracle - 0.03
-    assert explainer.repair_report_.queries_per_row < 3 * 10  # the greedy search's 1 + 27
+    assert explainer.repair_masks(X_test).queries_per_row < 3 * 10  # the greedy's 1 + 27
 
 
 # Background rows -------------------------------------------------------------------------
@@ -225,8 +236,7 @@ def test_background_reaches_score_check_and_repair(switch):
     assert _by_answer(check.holds, explainer._masked_value().full(X)) == pytest.approx(
         explainer.score(X))
     explainer.set_params(repair="model")
-    explainer.transform(X)
-    assert explainer.repair_report_.n_repaired > 0
+    assert explainer.repair_masks(X).n_repaired > 0
     # Rows given as the background.
     given = clone(explainer).set_params(background=X[:3]).fit(X, black_box=model)
     np.testing.assert_array_equal(given.background_, X[:3])
@@ -308,7 +318,7 @@ def test_every_explainer_repairs_through_transform(switch):
         masks = explainer.transform(X)
         np.testing.assert_array_equal(masks.sum(axis=1), 2)
         assert explainer.score(X) >= plain
-        assert explainer.repair_report_.n_failed == round((1 - plain) * len(X))
+        assert explainer.repair_masks(X).n_failed == round((1 - plain) * len(X))
 
 
 def test_evaluate_reports_the_rows_that_hold(switch, weak):

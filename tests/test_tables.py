@@ -200,7 +200,7 @@ def test_a_pipeline_on_the_raw_frame_and_the_repair():
     expl = L2XExplainer(**dict(FAST, repair="model")).fit(X, black_box=pipe)
     masks = expl.transform(X)
     assert masks.shape == (300, X.shape[1]) and np.all(masks.sum(axis=1) == 2)
-    assert expl.repair_report_.holds.mean() >= expl.check(X, expl.set_params(
+    assert expl.repair_masks(X).holds.mean() >= expl.check(X, expl.set_params(
         repair=None).transform(X)).holds.mean()
     report = evaluate(expl, X=X, entries=["rows_holding", "features_per_row"])
     assert report.features_per_row == 2
@@ -307,11 +307,17 @@ def test_sointer_explains_one_output_of_a_multi_label_model_of_the_frame():
         return np.column_stack([LoanModel()(frame)[:, 1], owns])
 
     model = sk_sointer.as_black_box(two_labels, output="multilabel_proba")
-    expl = sk_sointer.SOInterExplainer(k=2, target=0, max_epochs=3, energy_masks=1,
-                                       energy=sk_sointer.EnergyNet(max_epochs=3),
-                                       random_state=0).fit(X, black_box=model)
-    share = pd.Series(expl.transform(X).mean(axis=0), index=X.columns)
+    params = dict(k=2, target=0, max_epochs=3, energy_masks=1,
+                  energy=sk_sointer.EnergyNet(max_epochs=3), random_state=0)
+    own = sk_sointer.SOInterExplainer(refine=None, **params).fit(X, black_box=model)
+    share = pd.Series(own.transform(X).mean(axis=0), index=X.columns)
     assert share["owns_home"] == 0 and share[["debt", "grade"]].min() > 0.9, share
+    # Refined against the model (the default), each row keeps two of the three columns the
+    # denial reads, never the other label's.
+    refined = sk_sointer.SOInterExplainer(**params).fit(X, black_box=model)
+    masks = pd.DataFrame(refined.transform(X), columns=X.columns)
+    assert (masks[["income", "debt", "grade"]].sum(axis=1) == 2).all(), masks.mean()
+    assert refined.score(X) >= own.score(X)
 
 
 def test_a_search_over_k_on_the_table():

@@ -373,8 +373,8 @@ def measure(pair, dataset, method, seed, profile, device, k, **labels):
         own = method.removesuffix("_repaired")
         explainer = copy.deepcopy(pair.cache[("explainer", dataset, own, seed)])
         explainer.set_params(repair="model")
-        masks, explain_s = elapsed(lambda: explainer.transform(pair.X_explain))
-        repair = explainer.repair_report_
+        repair, explain_s = elapsed(lambda: explainer.repair_masks(pair.X_explain))
+        masks = repair.masks
         return {**mask_fields(pair, masks), **evaluation(pair, profile, masks, MASK_ENTRIES),
                 "held_before": 1 - repair.n_failed / n_rows,
                 "repaired_share": repair.n_repaired / max(repair.n_failed, 1),

@@ -72,10 +72,14 @@ def _run_explain(args):
             if args.save_explainer is not None:
                 _save_explainer(explainer, args.save_explainer)
         try:
+            report = None
             if args.repair:
                 explainer.set_params(repair=_repair_of(args))
-            masks = np.asarray(explainer.transform(X))
-            holds = _holds(explainer, X, masks, args)
+                report = explainer.repair_masks(X)
+                masks = np.asarray(report.masks)
+            else:
+                masks = np.asarray(explainer.transform(X))
+            holds = _holds(explainer, X, masks, args, report)
             by_answer = None if holds is None else _holding_by_answer(explainer, X, holds)
             scores = None if args.scores is None else explainer.explain(X)
             reasons = None if args.reasons is None else explainer.reasons(X, masks)
@@ -104,7 +108,6 @@ def _run_explain(args):
              f"{args.out}")
     if holds is not None:
         wrote += ", with a column 'holds': " + _holding_text(holds, by_answer, table)
-        report = getattr(explainer, "repair_report_", None) if args.repair else None
         if report is not None:
             wrote += (f" ({report.n_repaired:,} of the {report.n_failed:,} rows that failed "
                       f"the check repaired; {report.queries_per_row:.1f} model queries a row)")
@@ -135,11 +138,11 @@ def _holding_text(holds, by_answer, table):
             f"answer on the full row: {shares})")
 
 
-def _holds(explainer, X, masks, args):
+def _holds(explainer, X, masks, args, report):
     """Whether the model keeps its answer on each masked row (``--check``, ``--repair``:
-    the repair has checked every row already), or None."""
-    if args.repair:
-        return explainer.repair_report_.holds
+    the repair has checked every row already, its ``report`` says), or None."""
+    if report is not None:
+        return report.holds
     if args.check:
         return explainer.check(X, masks, tol=args.tol).holds
     return None

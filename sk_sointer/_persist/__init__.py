@@ -49,7 +49,6 @@ from safetensors.torch import load_file
 from sklearn.utils.validation import check_is_fitted
 
 from .._layout import RowLayout
-from .._repair import RepairReport
 from .._version import __version__
 from ._checks import (
     _attach,
@@ -86,11 +85,6 @@ from ._values import _decode_array, _decode_object, _described, _encode, _output
 # _decode_array) and by the tests, which replace load_file and _small_tensors here (load
 # reads the tensors through these two names only) and list _public_estimators.
 __all__ = ["load", "save"]
-
-
-# Fitted attributes that are Bunches: the file keeps their fields as a dict, load gives back
-# the Bunch (attribute access, its printed form).
-_REPORTS = {"repair_report_": RepairReport}
 
 
 def save(estimator, path):
@@ -288,8 +282,6 @@ def load(path, *, device="cpu", black_box=None):
     attributes = _attributes(doc, estimator, header)
     layout = {key: attributes.pop(name) for name, key in _LAYOUT_ATTRIBUTES.items()}
     for name, value in attributes.items():
-        if name in _REPORTS and isinstance(value, dict):  # stored as a plain dict
-            value = _REPORTS[name](**value)
         setattr(estimator, name, value)
     if "output_config" in doc:
         estimator._sklearn_output_config = _output_config(doc["output_config"])

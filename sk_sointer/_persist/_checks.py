@@ -137,6 +137,9 @@ def _checked_attributes(doc, cls, tokens, header):
     """:func:`_attributes` of an estimator of class ``cls`` with the parameter ``tokens``,
     read without building one (``inspect`` checks a file so)."""
     attributes = _decode_object(doc.get("attributes"), "fitted attributes")
+    # Files of 0.1 hold the report of the last repaired transform, which an explainer no
+    # longer keeps (repair_masks returns it).
+    attributes.pop("repair_report_", None)
     for name in attributes:
         if not _ATTRIBUTE_NAME.match(name) or name in _STRUCTURED:
             raise ValueError(f"The file holds an invalid fitted attribute name {name!r}.")
@@ -192,17 +195,12 @@ def _checked_attributes(doc, cls, tokens, header):
     return attributes
 
 
-# A repair report's counts, as _repaired_masks writes them.
-_REPORT_COUNTS = ("n_rows", "n_failed", "n_repaired", "n_queries")
-
-
 def _check_fitted_values(attributes, n_features, *, table):
     """The fitted arrays and counts a file holds, checked as ``fit`` (or ``transform``)
     makes them, so that none reaches ``score`` or ``check`` to fail there with numpy's
     words: ``background_`` as ``draw_background`` leaves it (rows of ``n_features`` numbers,
     at least one, finite; NaN only in a table's codes, an empty cell), the refinement's
-    fidelities (finite, one per epoch and one before), the query count and fit time, and
-    ``repair_report_`` (its counts and one ``holds`` flag a row)."""
+    fidelities (finite, one per epoch and one before), the query count and fit time."""
     background = attributes.get("background_")
     if background is not None:
         if (not isinstance(background, np.ndarray) or background.dtype.kind != "f"
@@ -231,30 +229,6 @@ def _check_fitted_values(attributes, n_features, *, table):
     if isinstance(fit_time, bool) or not isinstance(fit_time, (int, float)) or not (
             math.isfinite(fit_time) and fit_time >= 0):
         raise ValueError(f"The file's fit_time_={fit_time!r} should be a number >= 0.")
-    if "repair_report_" in attributes:
-        _check_report(attributes["repair_report_"])
-
-
-def _check_report(report):
-    keys = {*_REPORT_COUNTS, "queries_per_row", "holds"}
-    if not isinstance(report, dict) or set(report) != keys:
-        raise ValueError(f"The file's repair_report_ should hold {sorted(keys)}.")
-    counts = [report[name] for name in _REPORT_COUNTS]
-    n_rows, n_failed, n_repaired, _ = counts
-    if not all(_is_int(count) and count >= 0 for count in counts) or not (
-            n_repaired <= n_failed <= n_rows):
-        raise ValueError(f"The file's repair_report_ has counts {dict(zip(_REPORT_COUNTS, counts))} "
-                         "that no transform gives (whole numbers, n_repaired <= n_failed "
-                         "<= n_rows).")
-    holds = report["holds"]
-    if not isinstance(holds, np.ndarray) or holds.dtype.kind != "b" or holds.shape != (n_rows,):
-        raise ValueError(f"The file's repair_report_ holds {_array_text(holds)} as holds; "
-                         f"expected one bool a row, shape ({n_rows},).")
-    per_row = report["queries_per_row"]
-    if isinstance(per_row, bool) or not isinstance(per_row, (int, float)) or not (
-            math.isfinite(per_row) and per_row >= 0):
-        raise ValueError(f"The file's repair_report_ has queries_per_row={per_row!r}; "
-                         "expected a number >= 0.")
 
 
 def _array_text(value):
