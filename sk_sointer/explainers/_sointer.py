@@ -468,9 +468,10 @@ class SOInterExplainer(BaseExplainer):
     changes it scores in closed form (``EnergyNet``'s ``"auto"`` loss, encoding and
     epochs). With the former defaults (the likelihood on the pairwise encoding, 50 epochs)
     a fit on a 64-output segmentation network (8 x 8 images, 1,300 rows, k = 10) did not
-    end in 700 s on one CPU thread; with these it takes 4-10 s and the masks keep the
-    target pixel's true label on 87.8-90.4 %% of 500 held-out images, the network 89.6 %%
-    (two pixels, two seeds). On a 24 x 24 segmentation network
+    end in 700 s on one CPU thread; with these SOInter's own training takes 4-10 s (the
+    refinement against the model adds 20-45 s) and its masks keep the target pixel's true
+    label on 87.8-90.4 %% of 500 held-out images, the network 89.6 %% (two pixels, two
+    seeds, ``refine=None``). On a 24 x 24 segmentation network
     (``benchmarks/studies/segmentation.py``, k = 10, 5 epochs) the masks kept the target
     pixel's label on 85 %% of held-out rows with ``fill="baseline"`` and
     ``energy_masks=2``, on 13 %% with ``fill="draws"`` (33 s against 14 s a fit; with the
