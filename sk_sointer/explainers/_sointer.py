@@ -382,7 +382,7 @@ class SOInterExplainer(BaseExplainer):
         L2X is by default; ``None``: the interpreter as SOInter's own training leaves it.
         On a segmentation network of 8 x 8 digits (three pixels, k = 10, three seeds) the
         refinement raised the share of 500 held-out images whose target pixel keeps the
-        network's answer from 93.9 to 94.3 %% (L2X 94.2), at 25-55 s a fit instead of
+        network's answer from 93.9 to 94.3 %% (L2X 94.2), at 25-56 s a fit instead of
         6-11 s (one thread).
 
     %(repair)s
