@@ -14,11 +14,10 @@ import numpy as np
 import sklearn
 import torch
 
-import sk_sointer
-from sk_sointer._utils import resolve_device
+from sk_sointer import __version__ as sk_sointer_version
 
 from .registry import peer_packages
-from .study import Profile
+from .study import Profile, resolve_device
 
 RESULTS_DIR = Path(__file__).resolve().parents[1] / "results"
 README_START, README_END = ".. results-table-start", ".. results-table-end"
@@ -47,7 +46,7 @@ def machine_info(device="auto", threads=1):
         "torch": torch.__version__,
         "numpy": np.__version__,
         "scikit_learn": sklearn.__version__,
-        "sk_sointer": sk_sointer.__version__,
+        "sk_sointer": sk_sointer_version,
         "threads": threads,
         "cpu": _cpu_name(),
         "cpu_count": os.cpu_count(),

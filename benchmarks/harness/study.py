@@ -9,11 +9,16 @@ from typing import Callable
 import torch
 from threadpoolctl import threadpool_limits
 
-from sk_sointer._utils import resolve_device
-
 from .registry import METHODS, available_methods
 
 RECORD_KEYS = ("study", "dataset", "method", "seed", "metric", "value", "unit")
+
+
+def resolve_device(device):
+    """``"auto"``: CUDA where this machine has it, else the CPU; otherwise the device named."""
+    if str(device) == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    return torch.device(device)
 
 
 class Profile(dict):

@@ -13,8 +13,7 @@ from types import SimpleNamespace
 import numpy as np
 import torch
 
-from sk_sointer import EvalXEvaluator, ModelRefinement
-from sk_sointer._layout import patch_groups
+from sk_sointer import EvalXEvaluator, ModelRefinement, patch_groups
 from sk_sointer.datasets import load_digits_3_vs_8, load_mnist_3_vs_8
 from sk_sointer.metrics import posthoc_accuracy, random_masks
 

@@ -32,9 +32,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
 from sk_sointer import L2XExplainer, ModelRefinement, as_black_box
-from sk_sointer._outputs import output_agreement
-from sk_sointer._search import greedy_subsets
-from sk_sointer.metrics import break_even_rows, random_masks
+from sk_sointer.metrics import break_even_rows, greedy_masks, output_agreement, random_masks
 
 from ..harness import fastshap, peers, quality, report, study
 from ..harness.data import EXPLAIN_SEED, TRAIN_SEED, fit_evaluator
@@ -362,9 +360,7 @@ def measure(pair, dataset, method, seed, profile, device, k, **labels):
                 "queries_per_row": peer_queries(method, pair, profile)}
     if method == ORACLE:  # per row, the greedy search that queries the model itself
         judge = pair.judge
-        groups, explain_s = elapsed(lambda: greedy_subsets(
-            judge.black_box_.predict, pair.X_explain, judge.masker_, judge.output_spec_, k))
-        masks = np.asarray(judge.masker_.expand(groups), dtype=np.float32)
+        masks, explain_s = elapsed(lambda: greedy_masks(judge, pair.X_explain, k))
         return {**mask_fields(pair, masks), **evaluation(pair, profile, masks, MASK_ENTRIES),
                 "explain_ms_per_row": 1000 * explain_s / n_rows,
                 # The full row's answer, then every candidate of each of the k rounds.
