@@ -13,6 +13,7 @@ per-row peers are not run: their cost is read from the synthetic study's results
 
 import argparse
 import ctypes
+import functools
 import gc
 import json
 import pickle
@@ -309,37 +310,17 @@ def _ratio(value):
     return format(value, ".2f" if value >= 0.1 else ".2g")
 
 
-def caption(records, machine, profile):
+def fields(records, machine, profile):
     cuda, reference = machine["device"] == "cuda", profile.get("reference_rows")
-    hardware = f"{machine['gpu']} (CUDA)" if cuda else report.hardware(machine)
     fit_timing = " / ".join(sorted({r["fit_timing"] for r in records if r.get("fit_timing")}))
-    return (
-        f"Scale, profile ``{profile.name}``: run on {machine['date'][:10]} on {hardware}, "
-        f"torch {machine['torch']}. Rows N(0, 1); the explainers are fitted on the "
-        f"probabilities of a label from {N_RELEVANT} features and keep k = {N_RELEVANT}. "
-        "Fit s: ``fit``, and the anchor: the same training as a plain torch loop (same "
-        "networks and initial weights, epochs, batch size, optimizer and learning rate; rows "
-        f"resident on the device, batches by ``torch.randperm``), {fit_timing or 'not run'}; "
-        "Steps: optimisation steps (epochs; REAL-X: predictor+selector). "
-        + (f"Epochs are those of {reference:,} rows, scaled down on larger tables to about "
-           "the same number of steps. " if reference else "")
-        + "Fit ratio: package over anchor (1.0 = no overhead). "
-        + ("Step ms: a fit's seconds over its steps" + (
-            " (the package's with the step captured in a CUDA graph, its default; eager: the "
-            "same fit with ``cuda_graphs=False``)" if cuda else "") + ". "
-           if any(r["metric"] == "step_s" for r in records) else "")
-        + "Transform: ``transform`` of every row from a host float32 array; throughput: a "
-        "bare forward pass of the selector on a tensor already on the device over "
-        "``transform`` (1.0 = no overhead)"
-        + ("; GPU ratio: copying the host array in, the forward pass and copying the scores "
-           "out, over ``transform``" if cuda else "")
-        + ". Peak MB: host memory ``transform`` holds at its peak, its input counted: the "
-        "rows plus the rise of resident memory (VmHWM) during the call, in a fresh process; "
-        "over input + output (1.0 = nothing beyond them). Forward peak MB: the same for the "
-        "bare forward pass, its scores included (on narrow tables the selector's hidden "
-        "activations, 100 units a row, outweigh the rows)"
-        + ("; GPU MB: ``torch.cuda.max_memory_allocated`` over the call" if cuda else "") + "."
-    )
+    text = functools.partial(report.text, "scale")
+    return {
+        "hardware": f"{machine['gpu']} (CUDA)" if cuda else report.hardware(machine),
+        "n_relevant": N_RELEVANT, "fit_timing": fit_timing or "not run",
+        "reference": text("reference", reference=reference) + " " if reference else "",
+        "step": text("step", captured=" " + text("captured") if cuda else "") + " "
+        if any(r["metric"] == "step_s" for r in records) else "",
+        "gpu_ratio": text("gpu_ratio") if cuda else "", "gpu_mb": text("gpu_mb") if cuda else ""}
 
 
 def notes(records, machine, profile):
@@ -353,16 +334,8 @@ def notes(records, machine, profile):
         return lines
     settings = peers["settings"]
     widths = sorted({w for p in peers["methods"] for w in p["n_features"]})
-    text = (
-        f"Per-row peers, from the synthetic benchmark ({peers['source']}, "
-        f"{peers['date'][:10]}, {peers['hardware']}, {peers['threads']} thread(s), "
-        f"{' and '.join(f'{w:.0f}' for w in widths)} features, {peers['n_explain']:,} "
-        f"rows per data set; KernelSHAP {settings['shap_nsamples']} samples, LIME "
-        f"{settings['lime_num_samples']}, captum's KernelSHAP "
-        f"{settings['captum_kernel_shap_samples']}): median milliseconds per row over the "
-        "data sets, not rerun here, and the hours a million rows would take at that rate. "
-        "Next to them, this run's ``transform`` per row on its narrowest table with the "
-        "most rows.")
+    text = report.text("scale", "peers", peers=peers, settings=settings,
+                       date=peers["date"][:10], widths=" and ".join(f"{w:.0f}" for w in widths))
     rows = [(p["method_label"], p["ms_per_row"]) for p in peers["methods"]]
     done = [r for r in records if r["metric"] == "transform_s"]
     if done:
@@ -434,7 +407,7 @@ STUDY = Study(
             _table("Training step against table size",
                    ("step_s", "eager_step_s", "anchor_step_s", "capture_speedup",
                     "anchor_speedup"), cuda=True)),
-    caption=caption,
+    fields=fields,
     notes=notes,
     options={"rows": {"type": _at_least(2), "nargs": "+", "metavar": "N",
                       "help": "row counts instead of the profile's"},

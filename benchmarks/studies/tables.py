@@ -34,7 +34,7 @@ from sklearn.svm import SVC
 from sk_sointer import L2XExplainer, ModelRefinement, as_black_box
 from sk_sointer.metrics import break_even_rows, greedy_masks, output_agreement, random_masks
 
-from ..harness import fastshap, peers, quality, report, study
+from ..harness import fastshap, peers, quality, study
 from ..harness.data import EXPLAIN_SEED, TRAIN_SEED, fit_evaluator
 from ..harness.ours import build_explainer, recorded_params
 from ..harness.quality import (BREAK_EVEN, CURVE_ENTRIES, EVALUATION_METRICS, MASK_ENTRIES,
@@ -538,30 +538,12 @@ def acceptance(records):
     return out
 
 
-def caption(records, machine, profile):
-    return (
-        f"Profile ``{profile.name}``: tables split 70/30, the black box fitted on the 70 %, "
-        + ("every test row explained" if profile.n_explain is None
-           else f"up to {profile.n_explain} test rows explained")
-        + f"; {report.run_on(machine)}. Our explainers at "
-        + ("the package's defaults (only k and random_state set)" if not profile.explainer_params
-           else "the profile's short training")
-        + f", mean over {profile.seeds} seeds (random_state 0-{profile.seeds - 1}), the "
-        "spread (max − min) of the fidelity in parentheses. Fidelity in points: the black box "
-        "keeps its class with the left-out features at the training mean (R² of the masked "
-        "against the full prediction for a regressor; mean over outputs for the two-label "
-        "model). Random: k random features a row; best global subset: one subset for all "
-        "rows, greedy forward selection on the training rows; KernelSHAP, LIME: top-k of "
-        "|attribution|; per-row greedy: k features chosen one at a time by querying the model "
-        "on the row (the ceiling of a search). TreeSHAP on the tree ensembles (interventional "
-        "with the training mean as the one background row, and path-dependent), captum's "
-        "IntegratedGradients from the training mean on the torch networks, FastSHAP (the "
-        "amortized Shapley peer, 32 paired subsets a training row, the efficiency "
-        "normalisation) everywhere: top-k of |attribution|. \"+ repair\": the same fitted "
-        "explainer with repair=\"model\" (every row checked against the model, the failing "
-        "ones searched by swaps). L2X (background=16): L2X whose refinement and repair ask "
-        "the model with the left-out features taken from 16 training rows in turn, the "
-        "answers averaged; its fidelity is still read at the mean.")
+def fields(records, machine, profile):
+    return {"last_seed": profile.seeds - 1,
+            "explained": "every test row explained" if profile.n_explain is None
+            else f"up to {profile.n_explain} test rows explained",
+            "training": "the profile's short training" if profile.explainer_params
+            else "the package's defaults (only k and random_state set)"}
 
 
 def _fidelity_cell(values):
@@ -650,7 +632,7 @@ STUDY = Study(
         Table("The black boxes on the test rows (points)", ("black_box_score",),
               rows=("table", "black_box"), where={"method": None}, labels=_HEADERS),
     ),
-    caption=caption,
+    fields=fields,
     postprocess=with_gaps,
     labels={RANDOM: "Random", GLOBAL: "Best global subset", ORACLE: "Per-row greedy",
             BEST_PEER: "Best peer",
