@@ -2,6 +2,8 @@
 ``transform`` in memory, ``sk_sointer.parallel.dask_transform`` on a local Dask cluster of
 1, 2, ... single-threaded worker processes (rows persisted there, masks left there, checked
 equal to the in-memory ones), and shap's KernelExplainer mapped over such a cluster.
+
+    python benchmarks/bench.py cluster --profile full
 """
 
 import importlib.util

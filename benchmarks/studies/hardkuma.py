@@ -6,6 +6,8 @@ masks (``k=None``, the deterministic test-time gates) and the mean open probabil
 (``explain``) with ``r`` (acceptance: within 2 points); ``matched`` fits L2X with the set's
 k and HardKuma at the rate k / n_features (its default) with the same seed and compares
 their true positive rates (HardKuma's for its gates and for its top-k).
+
+    python benchmarks/bench.py hardkuma --profile full
 """
 
 from sk_sointer import HardKumaExplainer, L2XExplainer, metrics

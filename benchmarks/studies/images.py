@@ -6,6 +6,8 @@ digits of the fast profile) is explained on held-out images by our explainers, p
 FU-M: the black box's agreement with itself with the selection kept / removed (left-out
 pixels 0, as in the papers); EVAL-X's eACC; the share of pixels kept; fit and explain times.
 The MEED study (:mod:`.meed`) shares the images, the black box and the peers.
+
+    python benchmarks/bench.py images --profile full
 """
 
 from types import SimpleNamespace

@@ -7,6 +7,8 @@ FS-M / FU-M, the black box's agreement with itself with the k pixels kept / remo
 FU-A, the same for an MLP trained afresh on the masked training images; SEN, max-sensitivity
 under uniform noise of ``sen_radius``; ms per image. The sanity check refits MEED on the
 black box with random weights and compares its masks with the original ones.
+
+    python benchmarks/bench.py meed --profile full
 """
 
 import numpy as np

@@ -12,12 +12,10 @@ per-row peers are not run: their cost is read from the synthetic study's results
 """
 
 import argparse
-import ctypes
 import functools
 import gc
 import json
 import pickle
-import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -31,10 +29,10 @@ from ..harness.anchor import ANCHORS
 from ..harness.data import N_RELEVANT, DatasetSpec, make_rows
 from ..harness.registry import METHODS, method_names
 from ..harness.study import Metric, Study, Table
-from ..harness.timing import best_times, sync
+from ..harness.timing import available_memory, best_times, rise, synced
 
 ROOT = Path(__file__).resolve().parents[2]
-# The run whose peers had the machine's two cores to themselves (from the checkout's root).
+# The synthetic records whose peers ran alone on the machine's cores (from the checkout's root).
 SYNTHETIC_RESULTS = "benchmarks/results/synthetic_full_paper.json"
 # Host copies of the table a size may hold at once (the rows, Masker.fit's float64 spread,
 # the standardised rows, the scores and masks): a size needing more memory is skipped.
@@ -90,26 +88,12 @@ def prepare(dataset, profile, device):
     if device.type == "cuda":
         torch.cuda.empty_cache()
     n_rows, n_features = map(int, dataset.split("x"))
-    needed, available = HOST_COPIES * n_rows * n_features * 4, _available_memory()
+    needed, available = HOST_COPIES * n_rows * n_features * 4, available_memory()
     if available is not None and needed > available:
         raise TableTooLarge(f"skipped, needs about {needed / 2**30:.0f} GiB of host memory "
                             f"({HOST_COPIES} copies of the rows), "
                             f"{available / 2**30:.0f} GiB available")
     return make_rows(n_rows, n_features)
-
-
-def _available_memory():
-    return _proc_bytes("/proc/meminfo", "MemAvailable")
-
-
-def _proc_bytes(path, field):
-    """A ``kB`` field of a ``/proc`` file in bytes; None where there is none."""
-    try:
-        with open(path, encoding="ascii") as lines:
-            return next((int(line.split()[1]) * 1024 for line in lines
-                         if line.startswith(field + ":")), None)
-    except OSError:
-        return None
 
 
 _WARMED = set()
@@ -145,14 +129,6 @@ def measure(data, dataset, name, seed, profile, device, n_rows, n_features, k):
             "forward_peak_bytes": None if forward is None else X.nbytes + forward}
 
 
-def _synced(func, device):
-    """``func`` and then a wait for the device's queued work, so that a timer sees it done."""
-    def call():
-        func()
-        sync(device)
-    return call
-
-
 def _time_fit(name, explainer, X, outputs, device, repeats):
     """Best-of-``repeats`` seconds of ``fit`` and of the anchor, taken in turns; on CUDA also
     of ``fit`` with every step eager (``cuda_graphs=False``) next to the captured one."""
@@ -161,7 +137,7 @@ def _time_fit(name, explainer, X, outputs, device, repeats):
     funcs = [lambda: explainer.fit(X, outputs),
              lambda: anchors.append(ANCHORS[name](explainer, X, outputs, device)),
              *([lambda: eager.fit(X, outputs)] if cuda else [])]
-    times = best_times([_synced(func, device) for func in funcs], repeats, warmup=0)
+    times = best_times([synced(func, device) for func in funcs], repeats, warmup=0)
     (fit_s, anchor_s), history, anchor = times[:2], explainer.net_.history, anchors[-1]
     n_steps = sum(len(epoch["batches"]) for epoch in history)
     values = {"n_steps": n_steps, "anchor_n_steps": anchor.n_steps, "fit_s": fit_s,
@@ -180,9 +156,9 @@ def _time_transform(explainer, X, device, repeats):
     and copy-out, best of ``repeats`` taken in turns."""
     module, X_device = explainer.net_.module_.eval(), torch.as_tensor(X, device=device)
     inference = torch.inference_mode()
-    funcs = [inference(_synced(lambda: module(X_device), device)), lambda: explainer.transform(X)]
+    funcs = [inference(synced(lambda: module(X_device), device)), lambda: explainer.transform(X)]
     if device.type == "cuda":
-        funcs.append(inference(_synced(lambda: module(torch.as_tensor(X).to(device)).cpu(),
+        funcs.append(inference(synced(lambda: module(torch.as_tensor(X).to(device)).cpu(),
                                        device)))
     times = best_times(funcs, repeats, warmup=1)
     return {"forward_s": times[0], "transform_s": times[1],
@@ -236,41 +212,16 @@ def peak_memory(explainer, X):
         torch.cuda.synchronize(device)
         torch.cuda.reset_peak_memory_stats(device)
         device_before = torch.cuda.memory_allocated(device)
-    extra, reset = _rise(lambda: explainer.transform(X))
+    extra, reset = rise(lambda: explainer.transform(X))
     out = {"extra_bytes": extra, "forward_extra_bytes": None, "memory_method": MAXRSS_METHOD,
            "device_peak_bytes": torch.cuda.max_memory_allocated(device) - device_before
            if cuda else None}
     if reset:  # a second peak in the same process needs the reset. The smaller of two
         # calls each: a first call can still grow the allocator's pools (a few MB).
-        out.update(extra_bytes=min(extra, _rise(lambda: explainer.transform(X))[0]),
+        out.update(extra_bytes=min(extra, rise(lambda: explainer.transform(X))[0]),
                    memory_method=RESET_METHOD + ", smaller of two calls",
-                   forward_extra_bytes=min(_rise(forward)[0], _rise(forward)[0]))
+                   forward_extra_bytes=min(rise(forward)[0], rise(forward)[0]))
     return out
-
-
-def _rise(func):
-    """How far the resident set rises above its level before ``func()`` while it runs, and
-    whether the high-water mark could be reset for it (writing 5 to clear_refs); else the
-    peak since the process started, an upper bound. Freed heap memory is handed back first
-    (``malloc_trim``), so that memory the call reuses counts as new."""
-    gc.collect()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc: freed memory may be reused unseen
-        pass
-    before = _proc_bytes("/proc/self/status", "VmRSS")
-    if before is None:
-        raise RuntimeError("Measuring the peak memory needs Linux's /proc/self/status.")
-    try:
-        with open("/proc/self/clear_refs", "w", encoding="ascii") as clear_refs:
-            clear_refs.write("5")
-        reset = _proc_bytes("/proc/self/status", "VmHWM") is not None
-    except OSError:
-        reset = False
-    func()
-    peak = (_proc_bytes("/proc/self/status", "VmHWM") if reset
-            else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)  # kB on Linux
-    return max(peak - before, 0), reset
 
 
 def peer_costs(path=SYNTHETIC_RESULTS):

@@ -8,8 +8,10 @@ SOInter explains the target output of the whole network, L2X the target's probab
 judged on held-out rows with the left-out pixels at the mean training image, the explainers'
 baseline: post-accuracy (the network's label of the target against the true foreground),
 post-hoc accuracy (against its label on the whole image) and the selected pixels' distance to
-the target. Input dropout in the black box's training was tried and not kept: it brought the
-nearest pixels' post-accuracy no closer to the model's.
+the target. The black box trains without input dropout: dropout brings the nearest pixels'
+post-accuracy no closer to the model's.
+
+    python benchmarks/bench.py segmentation --profile full --update-doc
 """
 
 from types import SimpleNamespace

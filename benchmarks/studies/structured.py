@@ -5,6 +5,8 @@ on yeast. SOInter explains a target output of the whole black box (``target=``);
 per-row peers explain that output's probability alone (:class:`OneLabel`). Masks are judged by
 the exact match with the ground truth, the median rank, the true positive rate and post-hoc
 accuracy on the target (left-out features at 0), next to k random features a row.
+
+    python benchmarks/bench.py structured --profile full --update-doc
 """
 
 from types import SimpleNamespace

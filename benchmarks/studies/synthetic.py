@@ -7,6 +7,8 @@ post-hoc accuracy, EVAL-X and :func:`sk_sointer.metrics.evaluate`; :func:`with_b
 adds the rows from which fitting ours costs less than KernelSHAP a row. Our explainers
 refitted with seeds 1, 2, ... record their median rank and their agreement with the earlier
 seeds' masks (``seed_agreement``).
+
+    python benchmarks/bench.py synthetic --profile full --update-doc
 """
 
 import numpy as np

@@ -7,6 +7,8 @@ model, L2X the tag alone (:class:`~.data.OneLabel`), KernelSHAP and LIME its
 probability row by row, and a reference keeps k of the tweet's own words at random. A tweet
 has 4.9 words, so k = 2, not the paper's 30; a left-out word is absent. Measured: post-hoc
 accuracy on the tag, and the paper's Table 1, the words SOInter keeps most for a tag.
+
+    python benchmarks/bench.py tags --profile full --update-doc
 """
 
 from types import SimpleNamespace

@@ -3,6 +3,8 @@
 L2X keeps ``k`` tokens of each held-out tweet; post-hoc accuracy compares the black box's answer
 with every other token set to the padding with its answer on the whole tweet. References: ``k``
 random tokens, the first ``k`` tokens, and LIME's text explainer on the first ``n_lime`` tweets.
+
+    python benchmarks/bench.py text --profile full
 """
 
 from types import SimpleNamespace
