@@ -30,6 +30,7 @@ _PUBLIC = {
     "as_black_box": ".black_box",
     "encoded_groups": "._encoding",
     "load": "._persist",
+    "patch_groups": "._patches",
     "save": "._persist",
 }
 

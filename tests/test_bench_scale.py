@@ -134,7 +134,7 @@ def test_full_budget_keeps_the_steps_about_constant():
 
 
 def test_a_table_too_large_for_memory_is_skipped(monkeypatch):
-    monkeypatch.setattr(scale, "_available_memory", lambda: 1024)
+    monkeypatch.setattr(scale, "available_memory", lambda: 1024)
     profile = scale.STUDY.profile("fast", rows=[600], widths=[6])
     records = run(scale.STUDY, profile, device="cpu")
     assert [r["method"] for r in records] == list(scale.STUDY.methods)

@@ -23,6 +23,8 @@ from benchmarks.studies import structured, synthetic, tables
 import sk_sointer
 from sk_sointer import L2XExplainer, ModelRefinement, as_black_box, metrics
 
+from .test_bench_tables import acceptance
+
 try:
     import river  # noqa: F401  (only the bench and datasets extras install it)
     HAVE_RIVER = True
@@ -792,7 +794,7 @@ def test_tables_fast_profile_renders_its_tables_and_acceptance(tables_fast):
         widths = {len(line) for line in block.splitlines() if line.startswith(("   +", "   |"))}
         assert len(borders) == 1 and len(widths) == 1
     records = payload["records"]
-    counts = tables.acceptance(records)
+    counts = acceptance(records)
     assert set(counts) == {*tables.OURS, *tables.REPAIRED,
                            *(f"{name}_thresholded" for name in tables.THRESHOLDED)}
     # The repaired runs are held to the per-row search, not to the global subset.

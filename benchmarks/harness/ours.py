@@ -1,7 +1,7 @@
 """Our amortized explainers: fitted once on the training rows, then one forward pass a row."""
 
 from sk_sointer import EnergyNet
-from sk_sointer._outputs import output_agreement
+from sk_sointer.metrics import output_agreement
 
 from .data import TRAIN_SEED
 from .timing import best_time, elapsed, throughput_ratio

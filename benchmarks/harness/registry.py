@@ -31,7 +31,11 @@ class Method:
     ``k_for(spec)`` is the k of its masks on a data set (``None``: its own threshold). A
     method whose ``package`` (or its attribute ``requires``) is missing is skipped.
     ``target_output``: ours that explain one output of a multi-output black box given whole
-    (``estimator`` also takes ``target=``); only the structured study runs them."""
+    (``estimator`` also takes ``target=``); only the structured study runs them.
+
+    ``kind`` says how a study measures the method: ``"ours"`` (an ``estimator``) and
+    ``"peer"`` (an ``attribute`` function) are set from them; a study's own references
+    (random masks, a search) declare theirs, with neither."""
 
     name: str
     label: str
@@ -42,16 +46,19 @@ class Method:
     k_for: Callable = dataset_k
     requires: str = None
     target_output: bool = False
+    kind: str = None
 
     def __post_init__(self):
-        if (self.estimator is None) == (self.attribute is None):
+        if self.kind is None and (self.estimator is None) == (self.attribute is None):
             raise ValueError(f"Method {self.name!r} needs an estimator or an attribute "
-                             "function, and only one.")
+                             "function, and only one, or a kind of its own.")
+        if self.kind is None:
+            object.__setattr__(self, "kind", "ours" if self.estimator is not None else "peer")
 
     @property
     def amortized(self):
         """Whether the method is one of ours: fitted once, then a forward pass a row."""
-        return self.estimator is not None
+        return self.kind == "ours"
 
     def run(self, spec, data, profile, device):
         """The masks of the explained rows, the timing fields and the fitted explainer (ours)

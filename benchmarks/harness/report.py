@@ -14,13 +14,13 @@ import numpy as np
 import sklearn
 import torch
 
-import sk_sointer
-from sk_sointer._utils import resolve_device
+from sk_sointer import __version__ as sk_sointer_version
 
 from .registry import peer_packages
-from .study import Profile
+from .study import Profile, resolve_device
 
 RESULTS_DIR = Path(__file__).resolve().parents[1] / "results"
+TEMPLATES_DIR = Path(__file__).resolve().parents[1] / "templates"
 README_START, README_END = ".. results-table-start", ".. results-table-end"
 _DASH = "–"
 _FAILED = "failed"  # the cause is in the record: a long message would widen the column
@@ -47,7 +47,7 @@ def machine_info(device="auto", threads=1):
         "torch": torch.__version__,
         "numpy": np.__version__,
         "scikit_learn": sklearn.__version__,
-        "sk_sointer": sk_sointer.__version__,
+        "sk_sointer": sk_sointer_version,
         "threads": threads,
         "cpu": _cpu_name(),
         "cpu_count": os.cpu_count(),
@@ -73,12 +73,27 @@ def run_on(machine):
     return f"run on {machine['date'][:10]} on {hardware(machine)}, torch {machine['torch']}"
 
 
-def ran(title, machine, profile):
-    """``<title>, profile <name>: run on <date> on <cpu>, <device>, <n> thread(s)``, the head
-    of the image studies' captions."""
-    return (f"{title}, profile ``{profile.name}``: run on {machine.get('date', '?')} on "
-            f"{machine.get('cpu', '?')}, {machine.get('device', '?')}, "
-            f"{machine.get('threads', 1)} thread(s)")
+def text(study, block, **fields):
+    """The paragraph ``block`` of ``benchmarks/templates/<study>.rst`` (the lines after a line
+    ``.. block`` up to the next such line, joined by spaces), its placeholders filled."""
+    blocks, name = {}, None
+    for line in (TEMPLATES_DIR / f"{study}.rst").read_text(encoding="utf-8").splitlines():
+        if line.startswith(".. ") and line[3:].isidentifier():
+            name = line[3:]
+        elif name is not None and line.strip():
+            blocks[name] = f"{blocks[name]} {line}" if name in blocks else line
+    return blocks[block].format(**fields)
+
+
+def caption(study, records, machine, profile):
+    """The caption of a study's tables: its template's ``caption`` block filled with the
+    profile, the machine, ``run_on``, ``ran_on`` and the study's own ``fields``."""
+    fields = study.fields(records, machine, profile) if study.fields else {}
+    ran_on = (f"run on {machine.get('date', '?')} on {machine.get('cpu', '?')}, "
+              f"{machine.get('device', '?')}, {machine.get('threads', 1)} thread(s)")
+    return text(study.name, "caption", profile=profile, machine=machine,
+                run_on=run_on(machine), ran_on=ran_on, date=machine.get("date", "?")[:10],
+                **fields)
 
 
 def wrap(text):
@@ -189,7 +204,7 @@ def render(study, records, machine, profile, titles=None):
     ``titles``, only the tables of these titles."""
     if study.postprocess is not None:
         records = study.postprocess(records)
-    lines = [] if titles else [*wrap(study.caption(records, machine, profile)), ""]
+    lines = [] if titles else [*wrap(caption(study, records, machine, profile)), ""]
     for table in study.tables:
         if not titles or table.title in titles:
             pivot = _pivot(study, table, records, profile)

@@ -9,11 +9,16 @@ from typing import Callable
 import torch
 from threadpoolctl import threadpool_limits
 
-from sk_sointer._utils import resolve_device
-
 from .registry import METHODS, available_methods
 
 RECORD_KEYS = ("study", "dataset", "method", "seed", "metric", "value", "unit")
+
+
+def resolve_device(device):
+    """``"auto"``: CUDA where this machine has it, else the CPU; otherwise the device named."""
+    if str(device) == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    return torch.device(device)
 
 
 class Profile(dict):
@@ -88,8 +93,10 @@ class Study:
       section that takes them when the page has none), ``readme_tables`` the titles put there;
     - ``results_name``: formatted with ``study``, ``profile`` and ``device``;
       ``method_cell(record)``: a method's cell in the tables whose rows hold the data set;
-    - ``caption`` and ``notes(records, machine, profile)``: text above and lines below the
-      tables; ``postprocess(records)``: the records they are drawn from.
+    - the ``caption`` block of ``benchmarks/templates/<name>.rst`` goes above the tables,
+      filled with ``fields(records, machine, profile)`` (see :func:`.report.caption`);
+      ``notes(records, machine, profile)``: lines below them; ``postprocess(records)``: the
+      records they are drawn from.
     """
 
     name: str
@@ -100,7 +107,7 @@ class Study:
     measure: Callable
     metrics: dict
     tables: tuple
-    caption: Callable
+    fields: Callable = None
     cases: Callable = lambda dataset, methods, profile: [(method, {}) for method in methods]
     seeds: Callable = lambda dataset, method, profile: [None]
     dataset_values: Callable = lambda data, dataset: {}

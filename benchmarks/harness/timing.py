@@ -1,6 +1,10 @@
-"""Wall-clock timing: best-of-n times, and the cost of ``transform`` over a bare forward pass."""
+"""Wall-clock timing (best-of-n times, the cost of ``transform`` over a bare forward pass) and
+the rise of host memory during a call (Linux's ``/proc``)."""
 
+import ctypes
+import gc
 import math
+import resource
 import time
 
 import numpy as np
@@ -61,3 +65,51 @@ def throughput_ratio(explainer, X, *, repeats=7):
 
     forward_s, transform_s = best_times([forward, lambda: explainer.transform(X32)], repeats)
     return forward_s / transform_s, forward_s, transform_s
+
+
+def synced(func, device):
+    """``func`` and then a wait for the device's queued work, so that a timer sees it done."""
+    def call():
+        func()
+        sync(device)
+    return call
+
+
+def available_memory():
+    """Bytes of host memory available to a new allocation; None where /proc says nothing."""
+    return proc_bytes("/proc/meminfo", "MemAvailable")
+
+
+def proc_bytes(path, field):
+    """A ``kB`` field of a ``/proc`` file in bytes; None where there is none."""
+    try:
+        with open(path, encoding="ascii") as lines:
+            return next((int(line.split()[1]) * 1024 for line in lines
+                         if line.startswith(field + ":")), None)
+    except OSError:
+        return None
+
+
+def rise(func):
+    """How far the resident set rises above its level before ``func()`` while it runs, and
+    whether the high-water mark could be reset for it (writing 5 to clear_refs); else the
+    peak since the process started, an upper bound. Freed heap memory is handed back first
+    (``malloc_trim``), so that memory the call reuses counts as new."""
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: freed memory may be reused unseen
+        pass
+    before = proc_bytes("/proc/self/status", "VmRSS")
+    if before is None:
+        raise RuntimeError("Measuring the peak memory needs Linux's /proc/self/status.")
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as clear_refs:
+            clear_refs.write("5")
+        reset = proc_bytes("/proc/self/status", "VmHWM") is not None
+    except OSError:
+        reset = False
+    func()
+    peak = (proc_bytes("/proc/self/status", "VmHWM") if reset
+            else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)  # kB on Linux
+    return max(peak - before, 0), reset

@@ -2,6 +2,8 @@
 ``transform`` in memory, ``sk_sointer.parallel.dask_transform`` on a local Dask cluster of
 1, 2, ... single-threaded worker processes (rows persisted there, masks left there, checked
 equal to the in-memory ones), and shap's KernelExplainer mapped over such a cluster.
+
+    python benchmarks/bench.py cluster --profile full
 """
 
 import importlib.util
@@ -126,12 +128,6 @@ def cases(dataset, methods, profile):
         if engine != "in_memory"]
 
 
-def caption(records, machine, profile):
-    return (f"Transform throughput on a local Dask cluster ({profile.name} profile: "
-            f"{profile.n_rows:,} rows of 10 features; {machine.get('cpu_count')} cores, "
-            f"{machine.get('cpu')}; one torch thread per worker process).")
-
-
 STUDY = Study(
     name="cluster",
     profiles=PROFILES,
@@ -146,6 +142,5 @@ STUDY = Study(
     tables=(Table("Rows per second by engine and workers",
                   ("rows", "rows_per_s", "speedup_vs_1_worker"), rows=("method", "workers"),
                   labels={"method": "Engine", "workers": "Workers"}),),
-    caption=caption,
     labels=ENGINES,
 )

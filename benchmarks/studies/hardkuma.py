@@ -6,11 +6,12 @@ masks (``k=None``, the deterministic test-time gates) and the mean open probabil
 (``explain``) with ``r`` (acceptance: within 2 points); ``matched`` fits L2X with the set's
 k and HardKuma at the rate k / n_features (its default) with the same seed and compares
 their true positive rates (HardKuma's for its gates and for its top-k).
+
+    python benchmarks/bench.py hardkuma --profile full
 """
 
 from sk_sointer import HardKumaExplainer, L2XExplainer, metrics
 
-from ..harness import report
 from ..harness.data import DATASETS, prepare
 from ..harness.ours import fit_and_explain
 from ..harness.quality import mask_quality
@@ -62,13 +63,6 @@ def cases(dataset, methods, profile):
     return out
 
 
-def caption(records, machine, profile):
-    return report.ran("HardKuma's benchmark", machine, profile) + (
-        f"; {profile.n_train} training and {profile.n_explain} explained rows per set, "
-        "HardKuma and L2X at their defaults; mean ± standard deviation over "
-        f"{profile.seeds} seed(s). Rates and TPR in %.")
-
-
 STUDY = Study(
     name="hardkuma",
     profiles=PROFILES,
@@ -101,7 +95,6 @@ STUDY = Study(
               rows=("dataset", "k"), where={"method": "matched"},
               labels={"tpr": "HardKuma"}),
     ),
-    caption=caption,
     dataset_labels={name: spec.label for name, spec in DATASETS.items()},
     spread="std",
 )

@@ -6,6 +6,8 @@ digits of the fast profile) is explained on held-out images by our explainers, p
 FU-M: the black box's agreement with itself with the selection kept / removed (left-out
 pixels 0, as in the papers); EVAL-X's eACC; the share of pixels kept; fit and explain times.
 The MEED study (:mod:`.meed`) shares the images, the black box and the peers.
+
+    python benchmarks/bench.py images --profile full
 """
 
 from types import SimpleNamespace
@@ -13,12 +15,11 @@ from types import SimpleNamespace
 import numpy as np
 import torch
 
-from sk_sointer import EvalXEvaluator, ModelRefinement
-from sk_sointer._layout import patch_groups
+from sk_sointer import EvalXEvaluator, ModelRefinement, patch_groups
 from sk_sointer.datasets import load_digits_3_vs_8, load_mnist_3_vs_8
 from sk_sointer.metrics import posthoc_accuracy, random_masks
 
-from ..harness import ours, report
+from ..harness import ours
 from ..harness.data import train_torch
 from ..harness.ours import fit_and_explain
 from ..harness.peers import gradients, kernel_shap, topk_of_abs
@@ -202,19 +203,12 @@ def measure(data, dataset, method, seed, profile, device):
             "rows_with_none": float(np.mean(masks.reshape(len(masks), -1).sum(axis=1) == 0))}
 
 
-def caption(records, machine, profile):
+def fields(records, machine, profile):
     data = summarize(records)[(profile.source, None)]
     params = "; ".join(f"{STUDY.label(name)} " + ", ".join(f"{k}={v}" for k, v in p.items())
                        for name, p in profile.explainer_params.items())
-    return report.ran("Images", machine, profile) + (
-        f". {SOURCES[profile.source]}: {data['n_train']:.0f} training and "
-        f"{data['n_explain']:.0f} explained (held-out) images; a CNN black box with accuracy "
-        f"{100 * data['black_box_acc']:.1f} % on them; EVAL-X's eACC on full images "
-        f"{100 * data['evalx_full_eacc']:.1f} %. Patches of {profile.patch_size} x "
-        f"{profile.patch_size}, k = {profile.k} for every method but REAL-X (its own "
-        "thresholded pixels). FS-M / FU-M: post-hoc accuracy with the selection kept / "
-        "removed (left-out pixels 0); eACC against the true labels. Ours: mean ± standard "
-        f"deviation over {profile.seeds} seeds ({params}); peers: one run.")
+    return {"data": data, "source": SOURCES[profile.source], "params": params,
+            "accuracy": 100 * data["black_box_acc"], "eacc": 100 * data["evalx_full_eacc"]}
 
 
 STUDY = Study(
@@ -238,7 +232,7 @@ STUDY = Study(
     tables=(Table("Explaining a CNN on images",
                   ("fs_m", "fu_m", "eacc", "selected_pct", "fit_s", "explain_ms_per_row"),
                   rows=("method",)),),
-    caption=caption,
+    fields=fields,
     labels={"captum_kernel_shap": "KernelShap (captum)", "shap_partition": "Partition (shap)",
             RANDOM: "Random k patches"},
     dataset_labels=SOURCES,

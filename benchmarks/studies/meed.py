@@ -7,6 +7,8 @@ FS-M / FU-M, the black box's agreement with itself with the k pixels kept / remo
 FU-A, the same for an MLP trained afresh on the masked training images; SEN, max-sensitivity
 under uniform noise of ``sen_radius``; ms per image. The sanity check refits MEED on the
 black box with random weights and compares its masks with the original ones.
+
+    python benchmarks/bench.py meed --profile full
 """
 
 import numpy as np
@@ -114,27 +116,19 @@ def measure(data, dataset, method, seed, profile, device):
                                  TRAIN_SEED if seed is None else seed)}
 
 
-def caption(records, machine, profile):
+def fields(records, machine, profile):
     data = summarize(records)[(profile.source, None)]
-    return report.ran("MEED's image benchmark", machine, profile) + (
-        f". {SOURCES[profile.source]}: {data['n_train']:.0f} training and "
-        f"{data['n_explain']:.0f} explained images; CNN black box accuracy "
-        f"{100 * data['black_box_acc']:.1f} %; k = {profile.k} pixels for every method. "
-        "FS-M / FU-M: the black box with the k pixels kept / removed (others 0); FS-A / FU-A: "
-        "an MLP trained afresh on images masked so; SEN: max-sensitivity (%) on "
-        f"{profile.sen_rows} images. Ours: mean ± standard deviation over {profile.seeds} "
-        "seeds; peers one run. ↑ higher is better, ↓ lower.")
+    return {"data": data, "source": SOURCES[profile.source],
+            "accuracy": 100 * data["black_box_acc"]}
 
 
 def notes(records, machine, profile):
     sanity = {r["metric"]: r["value"] for r in records if r["method"] == SANITY}
     if "sanity_cosine" not in sanity:
         return []
-    return [f"Sanity check (model randomisation): cosine similarity of MEED's masks with "
-            f"those of MEED fitted on the black box with random weights "
-            f"{100 * sanity['sanity_cosine']:.1f} % (Pearson "
-            f"{100 * sanity['sanity_pearson']:.1f} %; chance "
-            f"{100 * sanity['chance_cosine']:.1f} %).", ""]
+    return [report.text("meed", "sanity", cosine=100 * sanity["sanity_cosine"],
+                        pearson=100 * sanity["sanity_pearson"],
+                        chance=100 * sanity["chance_cosine"]), ""]
 
 
 STUDY = Study(
@@ -158,7 +152,7 @@ STUDY = Study(
     tables=(Table("MEED, its ablations and peers, k pixels of MNIST 3 vs 8",
                   ("fs_m", "fu_m", "fs_a", "fu_a", "sen", "fit_s", "explain_ms_per_row"),
                   rows=("method",)),),
-    caption=caption,
+    fields=fields,
     notes=notes,
     labels={"meed_no_output": "MEED w/o output (the default)", "meed_no_ail": "MEED w/o AIL",
             "meed_no_prior": "MEED w/o prior", "realx": "REAL-X (k pixels)",

@@ -12,11 +12,10 @@ per-row peers are not run: their cost is read from the synthetic study's results
 """
 
 import argparse
-import ctypes
+import functools
 import gc
 import json
 import pickle
-import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -30,10 +29,10 @@ from ..harness.anchor import ANCHORS
 from ..harness.data import N_RELEVANT, DatasetSpec, make_rows
 from ..harness.registry import METHODS, method_names
 from ..harness.study import Metric, Study, Table
-from ..harness.timing import best_times, sync
+from ..harness.timing import available_memory, best_times, rise, synced
 
 ROOT = Path(__file__).resolve().parents[2]
-# The run whose peers had the machine's two cores to themselves (from the checkout's root).
+# The synthetic records whose peers ran alone on the machine's cores (from the checkout's root).
 SYNTHETIC_RESULTS = "benchmarks/results/synthetic_full_paper.json"
 # Host copies of the table a size may hold at once (the rows, Masker.fit's float64 spread,
 # the standardised rows, the scores and masks): a size needing more memory is skipped.
@@ -89,26 +88,12 @@ def prepare(dataset, profile, device):
     if device.type == "cuda":
         torch.cuda.empty_cache()
     n_rows, n_features = map(int, dataset.split("x"))
-    needed, available = HOST_COPIES * n_rows * n_features * 4, _available_memory()
+    needed, available = HOST_COPIES * n_rows * n_features * 4, available_memory()
     if available is not None and needed > available:
         raise TableTooLarge(f"skipped, needs about {needed / 2**30:.0f} GiB of host memory "
                             f"({HOST_COPIES} copies of the rows), "
                             f"{available / 2**30:.0f} GiB available")
     return make_rows(n_rows, n_features)
-
-
-def _available_memory():
-    return _proc_bytes("/proc/meminfo", "MemAvailable")
-
-
-def _proc_bytes(path, field):
-    """A ``kB`` field of a ``/proc`` file in bytes; None where there is none."""
-    try:
-        with open(path, encoding="ascii") as lines:
-            return next((int(line.split()[1]) * 1024 for line in lines
-                         if line.startswith(field + ":")), None)
-    except OSError:
-        return None
 
 
 _WARMED = set()
@@ -144,14 +129,6 @@ def measure(data, dataset, name, seed, profile, device, n_rows, n_features, k):
             "forward_peak_bytes": None if forward is None else X.nbytes + forward}
 
 
-def _synced(func, device):
-    """``func`` and then a wait for the device's queued work, so that a timer sees it done."""
-    def call():
-        func()
-        sync(device)
-    return call
-
-
 def _time_fit(name, explainer, X, outputs, device, repeats):
     """Best-of-``repeats`` seconds of ``fit`` and of the anchor, taken in turns; on CUDA also
     of ``fit`` with every step eager (``cuda_graphs=False``) next to the captured one."""
@@ -160,7 +137,7 @@ def _time_fit(name, explainer, X, outputs, device, repeats):
     funcs = [lambda: explainer.fit(X, outputs),
              lambda: anchors.append(ANCHORS[name](explainer, X, outputs, device)),
              *([lambda: eager.fit(X, outputs)] if cuda else [])]
-    times = best_times([_synced(func, device) for func in funcs], repeats, warmup=0)
+    times = best_times([synced(func, device) for func in funcs], repeats, warmup=0)
     (fit_s, anchor_s), history, anchor = times[:2], explainer.net_.history, anchors[-1]
     n_steps = sum(len(epoch["batches"]) for epoch in history)
     values = {"n_steps": n_steps, "anchor_n_steps": anchor.n_steps, "fit_s": fit_s,
@@ -179,9 +156,9 @@ def _time_transform(explainer, X, device, repeats):
     and copy-out, best of ``repeats`` taken in turns."""
     module, X_device = explainer.net_.module_.eval(), torch.as_tensor(X, device=device)
     inference = torch.inference_mode()
-    funcs = [inference(_synced(lambda: module(X_device), device)), lambda: explainer.transform(X)]
+    funcs = [inference(synced(lambda: module(X_device), device)), lambda: explainer.transform(X)]
     if device.type == "cuda":
-        funcs.append(inference(_synced(lambda: module(torch.as_tensor(X).to(device)).cpu(),
+        funcs.append(inference(synced(lambda: module(torch.as_tensor(X).to(device)).cpu(),
                                        device)))
     times = best_times(funcs, repeats, warmup=1)
     return {"forward_s": times[0], "transform_s": times[1],
@@ -235,41 +212,16 @@ def peak_memory(explainer, X):
         torch.cuda.synchronize(device)
         torch.cuda.reset_peak_memory_stats(device)
         device_before = torch.cuda.memory_allocated(device)
-    extra, reset = _rise(lambda: explainer.transform(X))
+    extra, reset = rise(lambda: explainer.transform(X))
     out = {"extra_bytes": extra, "forward_extra_bytes": None, "memory_method": MAXRSS_METHOD,
            "device_peak_bytes": torch.cuda.max_memory_allocated(device) - device_before
            if cuda else None}
     if reset:  # a second peak in the same process needs the reset. The smaller of two
         # calls each: a first call can still grow the allocator's pools (a few MB).
-        out.update(extra_bytes=min(extra, _rise(lambda: explainer.transform(X))[0]),
+        out.update(extra_bytes=min(extra, rise(lambda: explainer.transform(X))[0]),
                    memory_method=RESET_METHOD + ", smaller of two calls",
-                   forward_extra_bytes=min(_rise(forward)[0], _rise(forward)[0]))
+                   forward_extra_bytes=min(rise(forward)[0], rise(forward)[0]))
     return out
-
-
-def _rise(func):
-    """How far the resident set rises above its level before ``func()`` while it runs, and
-    whether the high-water mark could be reset for it (writing 5 to clear_refs); else the
-    peak since the process started, an upper bound. Freed heap memory is handed back first
-    (``malloc_trim``), so that memory the call reuses counts as new."""
-    gc.collect()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc: freed memory may be reused unseen
-        pass
-    before = _proc_bytes("/proc/self/status", "VmRSS")
-    if before is None:
-        raise RuntimeError("Measuring the peak memory needs Linux's /proc/self/status.")
-    try:
-        with open("/proc/self/clear_refs", "w", encoding="ascii") as clear_refs:
-            clear_refs.write("5")
-        reset = _proc_bytes("/proc/self/status", "VmHWM") is not None
-    except OSError:
-        reset = False
-    func()
-    peak = (_proc_bytes("/proc/self/status", "VmHWM") if reset
-            else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)  # kB on Linux
-    return max(peak - before, 0), reset
 
 
 def peer_costs(path=SYNTHETIC_RESULTS):
@@ -309,37 +261,17 @@ def _ratio(value):
     return format(value, ".2f" if value >= 0.1 else ".2g")
 
 
-def caption(records, machine, profile):
+def fields(records, machine, profile):
     cuda, reference = machine["device"] == "cuda", profile.get("reference_rows")
-    hardware = f"{machine['gpu']} (CUDA)" if cuda else report.hardware(machine)
     fit_timing = " / ".join(sorted({r["fit_timing"] for r in records if r.get("fit_timing")}))
-    return (
-        f"Scale, profile ``{profile.name}``: run on {machine['date'][:10]} on {hardware}, "
-        f"torch {machine['torch']}. Rows N(0, 1); the explainers are fitted on the "
-        f"probabilities of a label from {N_RELEVANT} features and keep k = {N_RELEVANT}. "
-        "Fit s: ``fit``, and the anchor: the same training as a plain torch loop (same "
-        "networks and initial weights, epochs, batch size, optimizer and learning rate; rows "
-        f"resident on the device, batches by ``torch.randperm``), {fit_timing or 'not run'}; "
-        "Steps: optimisation steps (epochs; REAL-X: predictor+selector). "
-        + (f"Epochs are those of {reference:,} rows, scaled down on larger tables to about "
-           "the same number of steps. " if reference else "")
-        + "Fit ratio: package over anchor (1.0 = no overhead). "
-        + ("Step ms: a fit's seconds over its steps" + (
-            " (the package's with the step captured in a CUDA graph, its default; eager: the "
-            "same fit with ``cuda_graphs=False``)" if cuda else "") + ". "
-           if any(r["metric"] == "step_s" for r in records) else "")
-        + "Transform: ``transform`` of every row from a host float32 array; throughput: a "
-        "bare forward pass of the selector on a tensor already on the device over "
-        "``transform`` (1.0 = no overhead)"
-        + ("; GPU ratio: copying the host array in, the forward pass and copying the scores "
-           "out, over ``transform``" if cuda else "")
-        + ". Peak MB: host memory ``transform`` holds at its peak, its input counted: the "
-        "rows plus the rise of resident memory (VmHWM) during the call, in a fresh process; "
-        "over input + output (1.0 = nothing beyond them). Forward peak MB: the same for the "
-        "bare forward pass, its scores included (on narrow tables the selector's hidden "
-        "activations, 100 units a row, outweigh the rows)"
-        + ("; GPU MB: ``torch.cuda.max_memory_allocated`` over the call" if cuda else "") + "."
-    )
+    text = functools.partial(report.text, "scale")
+    return {
+        "hardware": f"{machine['gpu']} (CUDA)" if cuda else report.hardware(machine),
+        "n_relevant": N_RELEVANT, "fit_timing": fit_timing or "not run",
+        "reference": text("reference", reference=reference) + " " if reference else "",
+        "step": text("step", captured=" " + text("captured") if cuda else "") + " "
+        if any(r["metric"] == "step_s" for r in records) else "",
+        "gpu_ratio": text("gpu_ratio") if cuda else "", "gpu_mb": text("gpu_mb") if cuda else ""}
 
 
 def notes(records, machine, profile):
@@ -353,16 +285,8 @@ def notes(records, machine, profile):
         return lines
     settings = peers["settings"]
     widths = sorted({w for p in peers["methods"] for w in p["n_features"]})
-    text = (
-        f"Per-row peers, from the synthetic benchmark ({peers['source']}, "
-        f"{peers['date'][:10]}, {peers['hardware']}, {peers['threads']} thread(s), "
-        f"{' and '.join(f'{w:.0f}' for w in widths)} features, {peers['n_explain']:,} "
-        f"rows per data set; KernelSHAP {settings['shap_nsamples']} samples, LIME "
-        f"{settings['lime_num_samples']}, captum's KernelSHAP "
-        f"{settings['captum_kernel_shap_samples']}): median milliseconds per row over the "
-        "data sets, not rerun here, and the hours a million rows would take at that rate. "
-        "Next to them, this run's ``transform`` per row on its narrowest table with the "
-        "most rows.")
+    text = report.text("scale", "peers", peers=peers, settings=settings,
+                       date=peers["date"][:10], widths=" and ".join(f"{w:.0f}" for w in widths))
     rows = [(p["method_label"], p["ms_per_row"]) for p in peers["methods"]]
     done = [r for r in records if r["metric"] == "transform_s"]
     if done:
@@ -434,7 +358,7 @@ STUDY = Study(
             _table("Training step against table size",
                    ("step_s", "eager_step_s", "anchor_step_s", "capture_speedup",
                     "anchor_speedup"), cuda=True)),
-    caption=caption,
+    fields=fields,
     notes=notes,
     options={"rows": {"type": _at_least(2), "nargs": "+", "metavar": "N",
                       "help": "row counts instead of the profile's"},

@@ -8,8 +8,10 @@ SOInter explains the target output of the whole network, L2X the target's probab
 judged on held-out rows with the left-out pixels at the mean training image, the explainers'
 baseline: post-accuracy (the network's label of the target against the true foreground),
 post-hoc accuracy (against its label on the whole image) and the selected pixels' distance to
-the target. Input dropout in the black box's training was tried and not kept: it brought the
-nearest pixels' post-accuracy no closer to the model's.
+the target. The black box trains without input dropout: dropout brings the nearest pixels'
+post-accuracy no closer to the model's.
+
+    python benchmarks/bench.py segmentation --profile full --update-doc
 """
 
 from types import SimpleNamespace
@@ -191,24 +193,7 @@ def measure(data, dataset, method, seed, profile, device, k):
             "target_kept": float(np.mean(masks[:, index]))}
 
 
-def caption(records, machine, profile):
-    return (
-        f"Profile ``{profile.name}``, run on {machine['date'][:10]} (one CPU thread, torch "
-        f"{machine['torch']}). Digit segmentation (``load_digit_segmentation``: 24 x 24 noisy, "
-        "occluded MNIST crops, 576 Bernoulli outputs): a fully convolutional network trained "
-        f"on {profile.n_black_box:,} images, explainers fitted on {profile.n_train:,} and "
-        f"judged on {profile.n_explain:,} held-out images, left-out pixels at the mean of the "
-        "explainers' training images (their baseline, ``baseline=\"mean\"``; no pixel: the "
-        "network's agreement with itself on that mean image alone). SOInter: energy network "
-        "by pseudo-likelihood (10 epochs, 4 masked copies per row), relaxed gradient, model "
-        "queried at the baseline, at most 20 epochs. Post-acc.: the network's label of the "
-        "target pixel on the masked image against the true foreground (model acc.: on the "
-        "whole image); post-hoc: against the network's own label on the whole image; "
-        "distance: mean distance in pixels of the selected pixels to the target. L2X without "
-        "the refinement against the model (as in its paper, and as SOInter). Greedy per row: "
-        f"at k <= {GREEDY_MAX_K}, pixels of the target's 11 x 11 field added one at a time, "
-        "each the one that best keeps the network's own label (a reference that knows the "
-        f"answer, not an explainer). Mean ± standard deviation over {profile.seeds} seed(s).")
+
 
 
 _BY = dict(rows=("dataset", "k"), columns="method")
@@ -241,7 +226,7 @@ STUDY = Study(
              "target_kept": percent("Target kept"), "fit_s": Metric("Fit s"),
              "black_box_fit_s": Metric("Black box fit s")},
     tables=_TABLES,
-    caption=caption,
+    fields=lambda records, machine, profile: {"greedy_max_k": GREEDY_MAX_K},
     labels={"sointer": "SOInter (whole network)", "l2x": "L2X (target pixel alone)",
             "random": "Random k pixels", "nearest": "Nearest k pixels",
             "greedy": "Greedy per row (reference)"},

@@ -5,6 +5,8 @@ on yeast. SOInter explains a target output of the whole black box (``target=``);
 per-row peers explain that output's probability alone (:class:`OneLabel`). Masks are judged by
 the exact match with the ground truth, the median rank, the true positive rate and post-hoc
 accuracy on the target (left-out features at 0), next to k random features a row.
+
+    python benchmarks/bench.py structured --profile full --update-doc
 """
 
 from types import SimpleNamespace
@@ -174,28 +176,13 @@ def measure(tasks, dataset, name, seed, profile, device, **context):
             "params": recorded_params(explainer, seed=False)}
 
 
-def caption(records, machine, profile):
-    hidden = "-".join(map(str, profile.black_box_hidden))
+def fields(records, machine, profile):
     yeast = {r["metric"]: r["value"] for r in records
              if r["method"] is None and r.get("set") == "yeast"}
-    return (
-        f"Profile ``{profile.name}``, {report.run_on(machine)}. SOInter's E1 and E2: a "
-        f"multi-label MLP ({hidden}) trained on {profile.n_black_box:,} rows per set and width, "
-        f"explainers fitted on {profile.n_train:,} rows, {profile.n_explain:,} explained rows, "
-        f"k = {profile.k}. SOInter explains the target of the whole black box; L2X and the "
-        "peers the target's probability alone. Ours: mean ± standard deviation over "
-        f"{profile.seeds} seeds; peers: one run. Exact match: rows whose selected set is the "
-        "paper's ground truth {x1, ..., x4}. Median rank of the masks, optimum "
-        f"{(profile.k + 1) / 2:.1f}. Post-hoc accuracy: the black box's target label on rows "
-        "with the other features at 0 against its label on full rows."
-        + ("" if not yeast else
-           " Yeast (river's bundled copy, 2,417 genes, 103 features, 14 labels): the same MLP "
-           f"and the explainers trained on {yeast['n_train']:,.0f} rows (features "
-           f"standardised on them), {yeast['n_explain']:,.0f} explained rows, "
-           f"k = {profile.yeast_k} features per row, left-out features at the training "
-           "mean. Predicted 1: the black box's rate of the label on the explained rows; No "
-           "feature: post-hoc accuracy with every feature at the mean, the floor a "
-           "selection has to beat."))
+    return {"hidden": "-".join(map(str, profile.black_box_hidden)),
+            "optimum": (profile.k + 1) / 2,
+            "yeast": " " + report.text("structured", "yeast", profile=profile, yeast=yeast)
+            if yeast else ""}
 
 
 def _synthetic(title, metric, rows=("set", "target_label", "n_features"), mean_row=True,
@@ -246,7 +233,7 @@ STUDY = Study(
               where={"method": None, "set": "yeast"}, mean_row=True,
               labels={"target_label": "Label"}),
     ),
-    caption=caption,
+    fields=fields,
     readme=(".. structured-table-start", ".. structured-table-end"),
     readme_tables=("Exact-match accuracy %",
                    "Median rank against the number of features d (mean over the targets)"),

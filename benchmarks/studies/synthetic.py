@@ -7,6 +7,8 @@ post-hoc accuracy, EVAL-X and :func:`sk_sointer.metrics.evaluate`; :func:`with_b
 adds the rows from which fitting ours costs less than KernelSHAP a row. Our explainers
 refitted with seeds 1, 2, ... record their median rank and their agreement with the earlier
 seeds' masks (``seed_agreement``).
+
+    python benchmarks/bench.py synthetic --profile full --update-doc
 """
 
 import numpy as np
@@ -102,20 +104,8 @@ def method_cell(record):
     return label
 
 
-def caption(records, machine, profile):
-    return (
-        f"Profile ``{profile.name}``: black boxes (MLP 200-200-200) trained on "
-        f"{profile.n_black_box or profile.n_train:,} rows, explainers and EVAL-X on "
-        f"{profile.n_train:,}, {profile.n_explain:,} explained rows per data set; "
-        f"{report.run_on(machine)}. "
-        "Median rank: lower is better, next to its optimum. TPR, FDR, CFSR (control-flow "
-        "selection rate) and eACC (EVAL-X accuracy against the sampled labels) in %; eACC "
-        "(p): the same accuracy in expectation over the labels (the generator's probability "
-        "of EVAL-X's class), free of label noise; eAUROC: EVAL-X's AUROC. Peers select the k "
-        "largest absolute attributions, with the k of L2X; IG: integrated gradients. "
-        "Explain: milliseconds per row. Throughput: time of a bare forward pass of the "
-        f"selector over time of ``transform``, on {profile.n_timing:,} rows (1.0 = no "
-        "overhead).")
+def fields(records, machine, profile):
+    return {"n_black_box": profile.n_black_box or profile.n_train}
 
 
 def notes(records, machine, profile):
@@ -127,11 +117,7 @@ def notes(records, machine, profile):
         f"over {len(values)} seeds ({', '.join(f'{rank:.2f}' for rank in values)})"
         for (dataset, method), values in seeds.items()], ""] if seeds else []
     if any(r["dataset"] == "xor_probe" for r in records):
-        lines += report.wrap(
-            "Encoding probe: XOR with k = 1. One feature alone says nothing about the XOR "
-            "label, so an honest 1-feature explanation leaves an evaluator trained on random "
-            "masks (EVAL-X) near 50 %; a method's own predictor that does better reads the "
-            "label from *which* feature was chosen (REAL-X, Lemma 1).")
+        lines += report.wrap(report.text("synthetic", "xor_probe"))
     return lines
 
 
@@ -179,7 +165,7 @@ STUDY = Study(
               rows=("method",), where=_main, spread=False),
     ),
     postprocess=with_break_even,
-    caption=caption,
+    fields=fields,
     notes=notes,
     method_cell=method_cell,
     dataset_labels={name: spec.label for name, spec in DATASETS.items()},

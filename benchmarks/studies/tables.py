@@ -6,7 +6,10 @@ A pair is a table and a black box fitted on 70 % of its rows; its data sets are
 selection of REAL-X and HardKuma. Every mask set of the explained test rows is judged as
 ``score`` judges an explainer's (:func:`fidelity`), by EVAL-X and by
 :func:`sk_sointer.metrics.evaluate`; :func:`with_gaps` derives our runs' gaps to the
-references and the peers and the checks of the issue's acceptance (:data:`CHECKS`).
+references and the peers and the cells failing each acceptance check (:data:`CHECKS`;
+tests/test_bench_tables.py holds the stored records to them).
+
+    python benchmarks/bench.py tables --profile full --update-doc
 """
 
 import copy
@@ -32,11 +35,9 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
 from sk_sointer import L2XExplainer, ModelRefinement, as_black_box
-from sk_sointer._outputs import output_agreement
-from sk_sointer._search import greedy_subsets
-from sk_sointer.metrics import break_even_rows, random_masks
+from sk_sointer.metrics import break_even_rows, greedy_masks, output_agreement, random_masks
 
-from ..harness import fastshap, peers, quality, report, study
+from ..harness import fastshap, peers, quality, study
 from ..harness.data import EXPLAIN_SEED, TRAIN_SEED, fit_evaluator
 from ..harness.ours import build_explainer, recorded_params
 from ..harness.quality import (BREAK_EVEN, CURVE_ENTRIES, EVALUATION_METRICS, MASK_ENTRIES,
@@ -75,6 +76,15 @@ RANDOM, GLOBAL, ORACLE, BEST_PEER = "random", "global", "oracle", "best_peer"
 # Ours checked against the model and repaired (repair="model"); ours at k=None.
 REPAIRED = tuple(f"{name}_repaired" for name in OURS)
 OWN = tuple(f"{name}_thresholded" for name in THRESHOLDED)
+REGISTRY.update({method.name: method for method in [
+    Method(RANDOM, "Random", "numpy", kind=RANDOM), Method(GLOBAL, "Best global subset",
+                                                           "sk_sointer", kind=GLOBAL),
+    Method(ORACLE, "Per-row greedy", "sk_sointer", kind=ORACLE),
+    *(Method(f"{name}_repaired", f"{REGISTRY[name].label} + repair", "sk_sointer",
+             kind="repaired") for name in OURS),
+    *(Method(f"{name}_thresholded", f"{REGISTRY[name].label} (k=None)", "sk_sointer",
+             estimator=REGISTRY[name].estimator, params_key=REGISTRY[name].params_key)
+      for name in THRESHOLDED)]})
 # The order they run in on a data set, which is the order of the tables' columns.
 METHODS = (RANDOM, GLOBAL, *ALL_PEERS, *OURS, *REPAIRED, ORACLE)
 
@@ -330,60 +340,67 @@ def _once(pair, key, compute):
     return pair.cache[key]
 
 
-def measure(pair, dataset, method, seed, profile, device, k, **labels):
-    n_rows = len(pair.X_explain)
-    if method == RANDOM:  # means over the draws
-        draws = random_draws(pair, np.full(n_rows, k), profile)
-        judged = [eval_x(pair, masks) for masks in draws]
-        reports = [evaluation(pair, profile, masks, MASK_ENTRIES) for masks in draws]
-        return {"fidelity": mean_fidelity(pair, draws),
-                "eval_x": None if judged[0] is None else float(np.mean(judged)),
-                "mean_selected": float(k), "empty_rate": 0.0,
-                **{name: float(np.mean([r[name] for r in reports])) for name in MASK_ENTRIES
-                   if all(name in r for r in reports)}, "queries_per_row": 0}
-    if method == GLOBAL:
-        order = _once(pair, GLOBAL, lambda: global_order(
-            pair.judge, pair.X_train[: profile.global_rows], max(pair.ks)))
-        masks = np.zeros(pair.X_explain.shape, dtype=np.float32)
-        masks[:, order[:k]] = 1.0
-        return {**mask_fields(pair, masks), **evaluation(pair, profile, masks, MASK_ENTRIES),
-                "params": {"features": order[:k]}, "queries_per_row": 0}
-    if method in ALL_PEERS:
-        with warnings.catch_warnings():
-            # LIME's sparse regressions on rows a model answers alike; not ours to report.
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            values, setup_s, explain_s = _once(
-                pair, method, lambda: REGISTRY[method].attribute(pair, profile, device))
-        masks = peers.topk_of_abs(values, k)
-        return {**mask_fields(pair, masks), "setup_s": setup_s,
-                **evaluation(pair, profile, masks, (*MASK_ENTRIES, *CURVE_ENTRIES),
-                             scores=np.abs(values)),
-                "explain_ms_per_row": 1000 * explain_s / n_rows,
-                "queries_per_row": peer_queries(method, pair, profile)}
-    if method == ORACLE:  # per row, the greedy search that queries the model itself
-        judge = pair.judge
-        groups, explain_s = elapsed(lambda: greedy_subsets(
-            judge.black_box_.predict, pair.X_explain, judge.masker_, judge.output_spec_, k))
-        masks = np.asarray(judge.masker_.expand(groups), dtype=np.float32)
-        return {**mask_fields(pair, masks), **evaluation(pair, profile, masks, MASK_ENTRIES),
-                "explain_ms_per_row": 1000 * explain_s / n_rows,
-                # The full row's answer, then every candidate of each of the k rounds.
-                "queries_per_row": 1 + sum(judge.masker_.n_groups_ - j for j in range(k))}
-    if method in REPAIRED:  # the explainer of the same seed, every row checked and repaired
-        own = method.removesuffix("_repaired")
-        explainer = copy.deepcopy(pair.cache[("explainer", dataset, own, seed)])
-        explainer.set_params(repair="model")
-        repair, explain_s = elapsed(lambda: explainer.repair_masks(pair.X_explain))
-        masks = repair.masks
-        return {**mask_fields(pair, masks), **evaluation(pair, profile, masks, MASK_ENTRIES),
-                "held_before": 1 - repair.n_failed / n_rows,
-                "repaired_share": repair.n_repaired / max(repair.n_failed, 1),
-                "queries_per_row": repair.queries_per_row,
-                "explain_ms_per_row": 1000 * explain_s / n_rows}
-    # Ours; k=None: the method's own thresholded selection.
-    explainer = build_explainer(REGISTRY[method.removesuffix("_thresholded")],
-                                SimpleNamespace(k=k, control_flow=False), profile,
-                                device).set_params(random_state=seed)
+def _random(pair, dataset, method, seed, profile, device, k):  # means over the draws
+    draws = random_draws(pair, np.full(len(pair.X_explain), k), profile)
+    judged = [eval_x(pair, masks) for masks in draws]
+    reports = [evaluation(pair, profile, masks, MASK_ENTRIES) for masks in draws]
+    return {"fidelity": mean_fidelity(pair, draws),
+            "eval_x": None if judged[0] is None else float(np.mean(judged)),
+            "mean_selected": float(k), "empty_rate": 0.0,
+            **{name: float(np.mean([r[name] for r in reports])) for name in MASK_ENTRIES
+               if all(name in r for r in reports)}, "queries_per_row": 0}
+
+
+def _global(pair, dataset, method, seed, profile, device, k):
+    order = _once(pair, GLOBAL, lambda: global_order(
+        pair.judge, pair.X_train[: profile.global_rows], max(pair.ks)))
+    masks = np.zeros(pair.X_explain.shape, dtype=np.float32)
+    masks[:, order[:k]] = 1.0
+    return {**mask_fields(pair, masks), **evaluation(pair, profile, masks, MASK_ENTRIES),
+            "params": {"features": order[:k]}, "queries_per_row": 0}
+
+
+def _peer(pair, dataset, method, seed, profile, device, k):
+    with warnings.catch_warnings():
+        # LIME's sparse regressions on rows a model answers alike; not ours to report.
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        values, setup_s, explain_s = _once(
+            pair, method, lambda: REGISTRY[method].attribute(pair, profile, device))
+    masks = peers.topk_of_abs(values, k)
+    return {**mask_fields(pair, masks), "setup_s": setup_s,
+            **evaluation(pair, profile, masks, (*MASK_ENTRIES, *CURVE_ENTRIES),
+                         scores=np.abs(values)),
+            "explain_ms_per_row": 1000 * explain_s / len(pair.X_explain),
+            "queries_per_row": peer_queries(method, pair, profile)}
+
+
+def _oracle(pair, dataset, method, seed, profile, device, k):
+    """Per row, the greedy search that queries the model itself."""
+    masks, explain_s = elapsed(lambda: greedy_masks(pair.judge, pair.X_explain, k))
+    return {**mask_fields(pair, masks), **evaluation(pair, profile, masks, MASK_ENTRIES),
+            "explain_ms_per_row": 1000 * explain_s / len(pair.X_explain),
+            # The full row's answer, then every candidate of each of the k rounds.
+            "queries_per_row": 1 + sum(pair.judge.masker_.n_groups_ - j for j in range(k))}
+
+
+def _repaired(pair, dataset, method, seed, profile, device, k):
+    """The explainer of the same seed, every row checked and repaired."""
+    n_rows, own = len(pair.X_explain), method.removesuffix("_repaired")
+    explainer = copy.deepcopy(pair.cache[("explainer", dataset, own, seed)])
+    explainer.set_params(repair="model")
+    repair, explain_s = elapsed(lambda: explainer.repair_masks(pair.X_explain))
+    return {**mask_fields(pair, repair.masks),
+            **evaluation(pair, profile, repair.masks, MASK_ENTRIES),
+            "held_before": 1 - repair.n_failed / n_rows,
+            "repaired_share": repair.n_repaired / max(repair.n_failed, 1),
+            "queries_per_row": repair.queries_per_row,
+            "explain_ms_per_row": 1000 * explain_s / n_rows}
+
+
+def _ours(pair, dataset, method, seed, profile, device, k):
+    """Ours; k=None: the method's own thresholded selection."""
+    explainer = build_explainer(REGISTRY[method], SimpleNamespace(k=k, control_flow=False),
+                                profile, device).set_params(random_state=seed)
     fit_s = elapsed(lambda: explainer.fit(pair.X_train, black_box=pair.model))[1]
     masks = explainer.transform(pair.X_explain)
     pair.cache[("explainer", dataset, method, seed)] = explainer
@@ -407,6 +424,15 @@ def measure(pair, dataset, method, seed, profile, device, k, **labels):
             lambda: explainer.transform(pair.X_timing), profile.timing_repeats, warmup=1
         ) / len(pair.X_timing)
     return run
+
+
+# How each kind of method (``Method.kind``) is measured.
+MEASURES = {RANDOM: _random, GLOBAL: _global, "peer": _peer, ORACLE: _oracle,
+            "repaired": _repaired, "ours": _ours}
+
+
+def measure(pair, dataset, method, seed, profile, device, k, **labels):
+    return MEASURES[REGISTRY[method].kind](pair, dataset, method, seed, profile, device, k)
 
 
 def peer_queries(method, pair, profile):
@@ -531,41 +557,12 @@ CHECKS = (
 SPREAD_ROWS = 300
 
 
-def acceptance(records):
-    """``{method: {check: (failing runs, runs)}}`` over our runs without an error."""
-    names, out = {text: name for name, text, *_ in CHECKS}, {}
-    for r in with_gaps(records):
-        if r["metric"] == "fails":
-            counts = out.setdefault(r["method"], {})
-            failing, runs = counts.get(names[r["check"]], (0, 0))
-            counts[names[r["check"]]] = (failing + r["value"], runs + 1)
-    return out
-
-
-def caption(records, machine, profile):
-    return (
-        f"Profile ``{profile.name}``: tables split 70/30, the black box fitted on the 70 %, "
-        + ("every test row explained" if profile.n_explain is None
-           else f"up to {profile.n_explain} test rows explained")
-        + f"; {report.run_on(machine)}. Our explainers at "
-        + ("the package's defaults (only k and random_state set)" if not profile.explainer_params
-           else "the profile's short training")
-        + f", mean over {profile.seeds} seeds (random_state 0-{profile.seeds - 1}), the "
-        "spread (max − min) of the fidelity in parentheses. Fidelity in points: the black box "
-        "keeps its class with the left-out features at the training mean (R² of the masked "
-        "against the full prediction for a regressor; mean over outputs for the two-label "
-        "model). Random: k random features a row; best global subset: one subset for all "
-        "rows, greedy forward selection on the training rows; KernelSHAP, LIME: top-k of "
-        "|attribution|; per-row greedy: k features chosen one at a time by querying the model "
-        "on the row (the ceiling of a search). TreeSHAP on the tree ensembles (interventional "
-        "with the training mean as the one background row, and path-dependent), captum's "
-        "IntegratedGradients from the training mean on the torch networks, FastSHAP (the "
-        "amortized Shapley peer, 32 paired subsets a training row, the efficiency "
-        "normalisation) everywhere: top-k of |attribution|. \"+ repair\": the same fitted "
-        "explainer with repair=\"model\" (every row checked against the model, the failing "
-        "ones searched by swaps). L2X (background=16): L2X whose refinement and repair ask "
-        "the model with the left-out features taken from 16 training rows in turn, the "
-        "answers averaged; its fidelity is still read at the mean.")
+def fields(records, machine, profile):
+    return {"last_seed": profile.seeds - 1,
+            "explained": "every test row explained" if profile.n_explain is None
+            else f"up to {profile.n_explain} test rows explained",
+            "training": "the profile's short training" if profile.explainer_params
+            else "the package's defaults (only k and random_state set)"}
 
 
 def _fidelity_cell(values):
@@ -654,14 +651,9 @@ STUDY = Study(
         Table("The black boxes on the test rows (points)", ("black_box_score",),
               rows=("table", "black_box"), where={"method": None}, labels=_HEADERS),
     ),
-    caption=caption,
+    fields=fields,
     postprocess=with_gaps,
-    labels={RANDOM: "Random", GLOBAL: "Best global subset", ORACLE: "Per-row greedy",
-            BEST_PEER: "Best peer",
-            **{name: REGISTRY[name].label for name in (*ALL_PEERS, *OURS)},
-            **{f"{name}_repaired": f"{REGISTRY[name].label} + repair" for name in OURS},
-            **{f"{name}_thresholded": f"{REGISTRY[name].label} (k=None)"
-               for name in THRESHOLDED}},
+    labels={BEST_PEER: "Best peer", **{name: method.label for name, method in REGISTRY.items()}},
     readme=(".. tables-table-start", ".. tables-table-end"),
     readme_tables=(SUMMARY_TITLE, "Fidelity (points)",
                    "EVAL-X (eACC / eR2, points) of every method's masks",

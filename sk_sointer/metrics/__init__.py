@@ -4,7 +4,9 @@
   cost): :func:`evaluate`, each entry also a scorer through :func:`evaluation_scorer`;
 - fidelity to the black box: :func:`posthoc_accuracy` (MEED's FS-M and FU-M),
   :func:`approximator_accuracy` (FS-A and FU-A);
-- the level to beat: :func:`random_masks` of the explanations' sizes;
+- the level to beat: :func:`random_masks` of the explanations' sizes; a ceiling that asks
+  the model row by row: :func:`greedy_masks`;
+- agreement of outputs already computed: :func:`output_agreement`;
 - stability and sanity: :func:`max_sensitivity`, :func:`mask_similarity`,
   :func:`randomized_model`;
 - the EVAL-X evaluator, a judge trained on random masks: :class:`EvalXEvaluator`,
@@ -29,7 +31,9 @@ from ._evaluate import (
     insertion_deletion_curves,
     relative_input_stability,
 )
+from ._agreement import output_agreement
 from ._fidelity import approximator_accuracy, posthoc_accuracy
+from ._greedy import greedy_masks
 from ._ground_truth import (
     control_flow_selection_rate,
     false_discovery_rate,
@@ -52,11 +56,13 @@ __all__ = [
     "evaluation_scorer",
     "false_discovery_rate",
     "fdr_scorer",
+    "greedy_masks",
     "insertion_deletion_curves",
     "mask_similarity",
     "max_sensitivity",
     "median_rank",
     "median_rank_scorer",
+    "output_agreement",
     "posthoc_accuracy",
     "random_masks",
     "randomized_model",
