@@ -28,7 +28,7 @@ from benchmarks.harness import report, study as studies  # noqa: E402
 from benchmarks.harness.registry import METHODS  # noqa: E402
 
 STUDIES = ("synthetic", "hardkuma", "images", "meed", "text", "structured", "cluster", "scale",
-           "tables", "tags", "segmentation")
+           "tables", "tags", "segmentation", "mixed_tables")
 RESULTS_PAGE = Path(__file__).resolve().parents[1] / "doc" / "benchmarks.rst"
 
 

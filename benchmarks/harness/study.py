@@ -83,7 +83,8 @@ class Study:
     - ``datasets(profile)``: data set names; ``prepare(name, profile, device)``: what every
       method shares on one (data sets of the same ``share(dataset)`` share one preparation);
     - ``measure(data, dataset, method, seed, profile, device, **context)``: a dict whose
-      numbers are metrics and whose other values are context;
+      numbers are metrics and whose other values are context, or a list of records, each a
+      dict of ``metric``, ``value`` and its own context (one metric several times);
     - ``cases(dataset, methods, profile)``: the ``(method, context)`` pairs run on a data set;
       ``seeds(dataset, method, profile)`` (``[None]``: one run); ``dataset_values(data,
       dataset)``: metrics of the data set itself (recorded with ``method=None``);
@@ -222,8 +223,10 @@ def run(study, profile, *, methods=None, device="auto", threads=1, on_record=Non
                         try:
                             values = study.measure(data, dataset, method, seed, profile,
                                                    device, **context)
-                            records += records_of(study, dataset, method, seed, values,
-                                                  **context)
+                            records += ([_record(study, dataset, method, seed, **entry)
+                                         for entry in values] if isinstance(values, list)
+                                        else records_of(study, dataset, method, seed, values,
+                                                        **context))
                         except Exception as exc:  # noqa: BLE001 - recorded, the run goes on
                             records.append(error_record(study, dataset, method, seed, exc,
                                                         **context))

@@ -19,8 +19,10 @@ masks, the best global k-subset (greedy forward selection on training rows), the
 greedy search at the fill (k rounds, each adding the column that most raises the probability
 of the row's answer, or least moves the value), TreeSHAP's and KernelSHAP's top k columns.
 
-    OMP_NUM_THREADS=1 python -m benchmarks.studies.mixed_tables --profile full
-    python -m benchmarks.studies.mixed_tables --render benchmarks/results/mixed_tables_full.json
+    python benchmarks/bench.py mixed_tables --profile full --device cpu
+    python benchmarks/bench.py mixed_tables --render benchmarks/results/mixed_tables_full.json
+
+(``python -m benchmarks.studies.mixed_tables ARGS`` is ``bench.py mixed_tables ARGS``.)
 """
 
 import os
@@ -28,11 +30,9 @@ import os
 for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ.setdefault(_name, "1")
 
-import argparse  # noqa: E402
-import time  # noqa: E402
 import warnings  # noqa: E402
 from collections import namedtuple  # noqa: E402
-from pathlib import Path  # noqa: E402
+from types import SimpleNamespace  # noqa: E402
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
@@ -49,8 +49,9 @@ from sklearn.preprocessing import OneHotEncoder, StandardScaler  # noqa: E402
 from sk_sointer import L2XExplainer, MEEDExplainer, encoded_groups  # noqa: E402
 
 from ..harness import report  # noqa: E402
+from ..harness.study import Metric, Study, Table, percent, seeded, with_references  # noqa: E402
+from ..harness.timing import elapsed  # noqa: E402
 
-STUDY = "mixed_tables"
 K = 3
 SPLIT_SEED = 0
 N_BACKGROUND = 32
@@ -161,6 +162,10 @@ def pipeline(task, seed=0):
 # -------------------------------------------------
 
 
+def _numbers(values):
+    return pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
+
+
 class Judge:
     """The model on masked raw rows: left-out columns at the fill or over background rows."""
 
@@ -168,13 +173,8 @@ class Judge:
         self.pipe, self.task, self.scale = pipe, task, scale
         self.columns = list(X_train.columns)
         self.dtypes = X_train.dtypes
-        self.fill = {}
-        for column in self.columns:
-            values = X_train[column]
-            if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
-                self.fill[column] = values.mean()
-            else:
-                self.fill[column] = values.mode(dropna=True).iloc[0]
+        self.fill = {column: X_train[column].mean() if _numbers(X_train[column])
+                     else X_train[column].mode(dropna=True).iloc[0] for column in self.columns}
         rows = np.random.default_rng(seed).choice(len(X_train), N_BACKGROUND, replace=False)
         self.background = X_train.iloc[rows].reset_index(drop=True)
 
@@ -184,34 +184,25 @@ class Judge:
             return self.pipe.predict_proba(X)
         return self.pipe.predict(X)[:, None]
 
-    def _frame(self, columns):
-        return pd.DataFrame({c: columns[c] for c in self.columns})
-
-    def at_fill(self, X, masks):
-        masks = np.asarray(masks, dtype=bool)
-        columns = {}
-        for j, column in enumerate(self.columns):
-            values = X[column].to_numpy()
-            columns[column] = np.where(masks[:, j], values, self.fill[column])
-        frame = self._frame(columns)
+    def _ask(self, columns):
+        frame = pd.DataFrame({c: columns[c] for c in self.columns})
         for column in self.columns:
             if pd.api.types.is_numeric_dtype(self.dtypes[column]):
                 frame[column] = pd.to_numeric(frame[column])
         return self.outputs(frame)
 
+    def at_fill(self, X, masks):
+        masks = np.asarray(masks, dtype=bool)
+        return self._ask({column: np.where(masks[:, j], X[column].to_numpy(), self.fill[column])
+                          for j, column in enumerate(self.columns)})
+
     def in_distribution(self, X, masks):
         masks = np.asarray(masks, dtype=bool)
         n, b = len(X), len(self.background)
-        columns = {}
-        for j, column in enumerate(self.columns):
-            values = np.repeat(X[column].to_numpy(), b)
-            drawn = np.tile(self.background[column].to_numpy(), n)
-            columns[column] = np.where(np.repeat(masks[:, j], b), values, drawn)
-        frame = self._frame(columns)
-        for column in self.columns:
-            if pd.api.types.is_numeric_dtype(self.dtypes[column]):
-                frame[column] = pd.to_numeric(frame[column])
-        out = self.outputs(frame)
+        out = self._ask({column: np.where(np.repeat(masks[:, j], b),
+                                          np.repeat(X[column].to_numpy(), b),
+                                          np.tile(self.background[column].to_numpy(), n))
+                         for j, column in enumerate(self.columns)})
         return out.reshape(n, b, -1).mean(axis=1)
 
     def holds(self, full, masked):
@@ -316,140 +307,123 @@ def kernel_shap(judge, X, full, nsamples):
 # -------
 
 
-def _answers(pipe, X, task):
-    if task == "regression":
-        return np.full(len(X), "all", dtype=object)
-    return pipe.predict(X).astype(object)
+def _quiet(func):
+    """``func`` with pandas' and sklearn's FutureWarnings silenced."""
+    def call(*args, **kwargs):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            return func(*args, **kwargs)
+    return call
 
 
-def _records_of(table, method, seed, masks, judge, X, full, answers, columns, check_fill,
-                **context):
-    """Holds by answer and where, distinct sets, kept shares per column."""
-    records = []
-    base = {"study": STUDY, "dataset": table, "method": method, "seed": seed}
-    fill = np.asarray(check_fill(X, masks), dtype=bool)
-    background = judge.holds(full, judge.in_distribution(X, masks))
-    values, counts = np.unique(answers, return_counts=True)
-    judged = [a for a, c in zip(values, counts) if c >= MIN_ANSWER_SHARE * len(X)]
-    for where, holds in (("fill", fill), ("background", background)):
-        for answer in ["all", *[a for a in judged if a != "all"]]:
-            rows = np.ones(len(X), bool) if answer == "all" else answers == answer
-            records.append({**base, "metric": "holds", "value": float(holds[rows].mean()),
-                            "unit": "share", "answer": str(answer), "where": where,
-                            "n_rows": int(rows.sum()),
-                            "answer_share": float(rows.mean()), **context})
-    kept = masks.mean(axis=0)
-    top = int(kept.argmax())
-    records.append({**base, "metric": "distinct_sets",
-                    "value": int(len({tuple(row) for row in masks})), "unit": "sets",
-                    "n_rows": len(X), **context})
-    records.append({**base, "metric": "top_column_share", "value": float(kept[top]),
-                    "unit": "share", "column": columns[top],
-                    "column_shares": dict(zip(columns, map(float, kept))), **context})
-    return records
-
-
-def run_table(name, profile, log):
+@_quiet
+def prepare(name, profile, device):
+    """The table split 70/30 (at most ``max_rows`` rows), the pipeline fitted on the 70 %, our
+    explainers of every seed fitted with it, the judge and the explained rows' answers."""
     source = TABLES[name]
     X, y = source.load()
     X = X.reset_index(drop=True)
-    if len(X) > profile["max_rows"]:
-        rows = np.random.default_rng(SPLIT_SEED).choice(len(X), profile["max_rows"],
-                                                        replace=False)
-        X, y = X.iloc[np.sort(rows)].reset_index(drop=True), np.asarray(y)[np.sort(rows)]
+    if len(X) > profile.max_rows:
+        rows = np.sort(np.random.default_rng(SPLIT_SEED).choice(len(X), profile.max_rows,
+                                                                replace=False))
+        X, y = X.iloc[rows].reset_index(drop=True), np.asarray(y)[rows]
     stratify = y if source.task == "classification" else None
     X_train, X_test, y_train, _ = train_test_split(X, y, train_size=0.7,
                                                    random_state=SPLIT_SEED, stratify=stratify)
-    X_train, X_test = X_train.reset_index(drop=True), X_test.reset_index(drop=True)
-    X_test = X_test.iloc[:profile["n_explain"]].reset_index(drop=True)
+    X_train = X_train.reset_index(drop=True)
+    X_test = X_test.reset_index(drop=True).iloc[:profile.n_explain].reset_index(drop=True)
     pipe = pipeline(source.task).fit(X_train, y_train)
-    columns = list(X.columns)
-    answers = _answers(pipe, X_test, source.task)
-    log(f"{name}: {X.shape[0]} rows x {X.shape[1]} columns, "
-        f"{int(X.isna().sum().sum())} empty cells; answers "
-        f"{dict(zip(*np.unique(answers, return_counts=True)))}")
-
-    records = []
     fitted = {}
-    for seed in range(profile["seeds"]):
+    for seed in range(profile.seeds):
         torch.manual_seed(seed)
         for method, cls in (("l2x", L2XExplainer), ("meed", MEEDExplainer)):
-            start = time.perf_counter()
-            explainer = cls(k=K, random_state=seed, **profile["explainer_params"])
-            explainer.fit(X_train, black_box=pipe)
-            fit_s = time.perf_counter() - start
-            fitted[method, seed] = (explainer, fit_s)
-            log(f"  {method} seed {seed}: fit {fit_s:.1f} s")
+            explainer = cls(k=K, random_state=seed, **profile.explainer_params)
+            fitted[method, seed] = elapsed(lambda: explainer.fit(X_train, black_box=pipe))
     reference = fitted["l2x", 0][0]
+    columns = list(X.columns)
     assert list(reference.get_feature_names_out()) == columns
     scale = (1.0 if source.task == "classification"
              else float(np.ravel(reference.output_spec_.scale)[0]))
     judge = Judge(pipe, X_train, source.task, scale)
-    full = judge.outputs(X_test)
+    answers = (np.full(len(X_test), "all", dtype=object) if source.task == "regression"
+               else pipe.predict(X_test).astype(object))
+    return SimpleNamespace(X_train=X_train, X_test=X_test, pipe=pipe, task=source.task,
+                           columns=columns, fitted=fitted, judge=judge,
+                           full=judge.outputs(X_test), answers=answers,
+                           check_fill=lambda X_, masks: reference.check(X_, masks).holds)
 
-    def check_fill(X_, masks):
-        return reference.check(X_, masks).holds
 
-    # The fill of ``check`` is the judge's: the search and the global subset use the judge.
-    probe = np.random.default_rng(0).random((len(X_test), len(columns))).argsort(1) < K
-    agree = float(np.mean(check_fill(X_test, probe.astype(int))
-                          == judge.holds(full, judge.at_fill(X_test, probe))))
-    log(f"  check vs judge at the fill, random masks: {agree:.4f} agree")
-    records.append({"study": STUDY, "dataset": name, "method": None, "seed": None,
-                    "metric": "fill_agreement", "value": agree, "unit": "share"})
+def fill_agreement(data, dataset):
+    """How often ``check`` (fill of our explainer) and the judge at the fill agree on random
+    masks: the search and the global subset use the judge."""
+    probe = np.random.default_rng(0).random(data.X_test.shape).argsort(1) < K
+    full, X = data.full, data.X_test
+    return {"fill_agreement": float(np.mean(data.check_fill(X, probe.astype(int)) == data.judge
+                                            .holds(full, data.judge.at_fill(X, probe))))}
 
-    def add(method, seed, masks, **context):
-        records.extend(_records_of(name, method, seed, np.asarray(masks, dtype=np.int64),
-                                   judge, X_test, full, answers, columns, check_fill,
-                                   **context))
 
-    for seed in range(profile["seeds"]):
+def judged(data, masks, rows=None, **context):
+    """Records (metric, value and context) of a mask set of the first ``rows`` explained
+    rows: holds by answer and where, distinct sets, kept shares per column."""
+    X, full, answers = data.X_test, data.full, data.answers
+    if rows is not None:
+        X, full, answers = X.iloc[:rows].reset_index(drop=True), full[:rows], answers[:rows]
+    masks = np.asarray(masks, dtype=np.int64)
+    fill = np.asarray(data.check_fill(X, masks), dtype=bool)
+    background = data.judge.holds(full, data.judge.in_distribution(X, masks))
+    values, counts = np.unique(answers, return_counts=True)
+    alone = [a for a, c in zip(values, counts) if c >= MIN_ANSWER_SHARE * len(X) and a != "all"]
+    out = []
+    for where, holds in (("fill", fill), ("background", background)):
+        for answer in ["all", *alone]:
+            chosen = np.ones(len(X), bool) if answer == "all" else answers == answer
+            out.append({"metric": "holds", "value": float(holds[chosen].mean()),
+                        "answer": str(answer), "where": where, "n_rows": int(chosen.sum()),
+                        "answer_share": float(chosen.mean()), **context})
+    kept = masks.mean(axis=0)
+    top = int(kept.argmax())
+    return [*out, {"metric": "distinct_sets", "value": int(len({tuple(row) for row in masks})),
+                   "n_rows": len(X), **context},
+            {"metric": "top_column_share", "value": float(kept[top]),
+             "column": data.columns[top],
+             "column_shares": dict(zip(data.columns, map(float, kept))), **context}]
+
+
+@_quiet
+def measure(data, dataset, method, seed, profile, device, **context):
+    """The records of a method's masks (a list: ``holds`` is recorded by answer and where)."""
+    X, k = data.X_test, K
+    if method == "random":
         rng = np.random.default_rng(seed)
-        masks = (rng.random((len(X_test), len(columns))).argsort(1) < K).astype(int)
-        add("random", seed, masks)
-        for method in ("l2x", "meed"):
-            explainer, fit_s = fitted[method, seed]
-            start = time.perf_counter()
-            masks = explainer.transform(X_test)
-            add(method, seed, masks, fit_s=fit_s,
-                explain_s=time.perf_counter() - start)
-        explainer = fitted["l2x", seed][0]
+        return judged(data, rng.random((len(X), len(data.columns))).argsort(1) < k)
+    if method in ("l2x", "meed"):
+        explainer, fit_s = data.fitted[method, seed]
+        masks, explain_s = elapsed(lambda: explainer.transform(X))
+        return judged(data, masks, fit_s=fit_s, explain_s=explain_s)
+    if method == "l2x_repaired":
+        explainer, fit_s = data.fitted["l2x", seed]
         explainer.set_params(repair="model")
-        start = time.perf_counter()
-        repair = explainer.repair_masks(X_test)
-        explain_s = time.perf_counter() - start
+        repair, explain_s = elapsed(lambda: explainer.repair_masks(X))
         explainer.set_params(repair=None)
-        add("l2x_repaired", seed, repair.masks, fit_s=fitted["l2x", seed][1],
-            explain_s=explain_s, queries_per_row=float(repair.queries_per_row))
-        log(f"  seed {seed}: random, ours done")
-
-    start = time.perf_counter()
-    train_rows = X_train.iloc[:profile["global_rows"]].reset_index(drop=True)
-    chosen = global_subset(judge, train_rows, K)
-    fit_s = time.perf_counter() - start
-    add("global", None, np.tile(chosen.astype(int), (len(X_test), 1)), fit_s=fit_s,
-        subset=[columns[j] for j in np.flatnonzero(chosen)])
-    start = time.perf_counter()
-    add("search", None, per_row_search(judge, X_test, full, K),
-        explain_s=time.perf_counter() - start, queries_per_row=K * len(columns))
-    log("  global, search done")
-    start = time.perf_counter()
-    add("shap_tree", None, top_k(tree_shap(pipe, X_train, X_test, full, source.task), K),
-        explain_s=time.perf_counter() - start)
-    n_kernel = profile["kernel_rows"]
-    start = time.perf_counter()
-    scores = kernel_shap(judge, X_test.iloc[:n_kernel], full[:n_kernel],
-                         profile["kernel_nsamples"])
-    explain_s = time.perf_counter() - start
-    records.extend(_records_of(name, "shap_kernel", None, top_k(scores, K), judge,
-                               X_test.iloc[:n_kernel].reset_index(drop=True), full[:n_kernel],
-                               answers[:n_kernel], columns, check_fill, explain_s=explain_s,
-                               rows=n_kernel, nsamples=profile["kernel_nsamples"]))
-    log("  shap done")
-    for record in records:
-        record.setdefault("table", name)
-        record.setdefault("k", K)
-    return records
+        return judged(data, repair.masks, fit_s=fit_s, explain_s=explain_s,
+                      queries_per_row=float(repair.queries_per_row))
+    if method == "global":
+        train_rows = data.X_train.iloc[:profile.global_rows].reset_index(drop=True)
+        chosen, fit_s = elapsed(lambda: global_subset(data.judge, train_rows, k))
+        return judged(data, np.tile(chosen.astype(int), (len(X), 1)), fit_s=fit_s,
+                      subset=[data.columns[j] for j in np.flatnonzero(chosen)])
+    if method == "search":
+        masks, explain_s = elapsed(lambda: per_row_search(data.judge, X, data.full, k))
+        return judged(data, masks, explain_s=explain_s, queries_per_row=k * len(data.columns))
+    if method == "shap_tree":
+        scores, explain_s = elapsed(lambda: tree_shap(data.pipe, data.X_train, X, data.full,
+                                                      data.task))
+        return judged(data, top_k(scores, k), explain_s=explain_s)
+    rows = profile.kernel_rows  # shap_kernel
+    scores, explain_s = elapsed(lambda: kernel_shap(data.judge, X.iloc[:rows], data.full[:rows],
+                                                    profile.kernel_nsamples))
+    return judged(data, top_k(scores, k), rows, explain_s=explain_s, rows=rows,
+                  nsamples=profile.kernel_nsamples)
 
 
 # The tables
@@ -472,64 +446,43 @@ def _answer_roles(records, table):
     return (ordered[0] if len(ordered) > 1 else None), ordered[-1]
 
 
-def render(records, machine, profile):
-    tables = [t for t in TABLES if any(r["dataset"] == t for r in records)]
-    header = ["Table", "Method", "Rare:\nfill", "Rare:\nbackgr.", "Common:\nfill",
-              "Common:\nbackgr.", "All:\nfill", "All:\nbackgr.", "Distinct\nsets",
-              "Top column\n(share)"]
-    rows = []
-    for table in tables:
-        rare, common = _answer_roles(records, table)
+CELLS = {f"{role}_{where}": percent(f"{role.title()}:\n{short}", "")
+         for role in ("rare", "common", "all")
+         for where, short in (("fill", "fill"), ("background", "backgr."))}
+
+
+def with_cells(records):
+    """The records and, for each table and method, one record a cell of the table: rows that
+    hold by answer (rare, common, all) and where, and the top column: the one kept on most
+    rows over seeds (ties: the table's first), with its mean share."""
+    cells = []
+    for table in [t for t in TABLES if any(r["dataset"] == t for r in records)]:
+        roles = dict(zip(("rare", "common"), _answer_roles(records, table)), all="all")
         for method in METHODS:
             mine = [r for r in records if r["dataset"] == table and r["method"] == method]
+            top = [r for r in mine if r["metric"] == "top_column_share"]
             if not mine:
                 continue
-
-            def cell(answer, where):
-                if answer is None:
-                    return "–"
-                value = _mean(mine, metric="holds", answer=answer, where=where)
-                return "–" if value is None else f"{100 * value:.1f}"
-
-            top = [r for r in mine if r["metric"] == "top_column_share"]
-            column = max({r["column"] for r in top}, key=lambda c: sum(
-                r["column"] == c for r in top))
-            top_cell = f"{column}\n({100 * np.mean([r['value'] for r in top]):.0f} %)"
-            rows.append([TABLES[table].label if method == "random" else "", METHODS[method],
-                         cell(rare, "fill"), cell(rare, "background"),
-                         cell(common, "fill") if rare is not None or common else "–",
-                         cell(common, "background") if rare is not None or common else "–",
-                         cell("all", "fill"), cell("all", "background"),
-                         f"{_mean(mine, metric='distinct_sets'):.0f}", top_cell])
-    title = (f"Mixed tables, k = {K}: rows that hold (%), by the model's answer, at the fill "
-             "and over background rows")
-    lines = [*report.wrap(f"Profile ``{profile['name']}``, {report.run_on(machine)}. Rows "
-                          "that hold (%): the masked row keeps the model's answer (a "
-                          f"regression: moves by at most {TOL} of the output's spread), the "
-                          "left-out columns at the training mean or most frequent value "
-                          f"(fill) or over {N_BACKGROUND} training rows (backgr.). Rare / "
-                          "common: the model's rarer and commoner answer on the explained "
-                          "rows (a regression: all rows). Ours: mean over "
-                          f"{profile['seeds']} seeds; KernelSHAP on the first "
-                          f"{profile['kernel_rows']} rows. The per-row search adds one "
-                          "column at a time at the fill: on a regression its first column is "
-                          "the one that alone moves the value least, which can leave it far "
-                          "from the value once three are kept. Top column: the column kept "
-                          "on most rows (the commonest over seeds), mean share over seeds."),
-             "",
-             *report.grid_table(title, header, rows), ""]
-    lines += acceptance_lines(records)
-    return "\n".join(lines) + "\n"
+            values = {f"{role}_{where}": _mean(mine, metric="holds", answer=answer, where=where)
+                      for role, answer in roles.items() if answer is not None
+                      for where in ("fill", "background")}
+            order = list(top[0]["column_shares"])
+            column = min(order, key=lambda c: (-sum(r["column"] == c for r in top),
+                                               order.index(c)))
+            values["top_column"] = (f"{column}\n({100 * np.mean([r['value'] for r in top]):.0f}"
+                                    " %)")
+            cells += [{"dataset": table, "method": method, "seed": None, "metric": metric,
+                       "value": value} for metric, value in values.items() if value is not None]
+    return cells + records  # the cells first: the rows in the order of METHODS
 
 
-def acceptance_lines(records):
-    """The issue's acceptance figures: gaps of ours to TreeSHAP and of the repair to the
-    search on each judged answer, their means over tables by answer (rare, common; a
-    regression's rows count as its common answer), and each method's most over-kept column
-    (kept share minus the larger of the search's and TreeSHAP's)."""
+def acceptance_lines(records, machine=None, profile=None):
+    """Gaps of ours to TreeSHAP and of the repair to the search on each judged answer, their
+    means over tables by answer (rare, common; a regression's rows count as its common
+    answer), and each method's most over-kept column (kept share minus the larger of the
+    search's and TreeSHAP's)."""
     tables = [t for t in TABLES if any(r["dataset"] == t for r in records)]
-    out = ["Acceptance figures (points; gap per table and answer, then the means over tables "
-           "of the rare and of the common answer's gaps, and the worst gap):", ""]
+    out = [report.text(STUDY.name, "acceptance"), ""]
     for where in ("fill", "background"):
         for method, peer in (("l2x", "shap_tree"), ("meed", "shap_tree"),
                              ("l2x_repaired", "search")):
@@ -539,10 +492,8 @@ def acceptance_lines(records):
                 for role, answer in (("rare", rare), ("common", common or "all")):
                     if answer is None:
                         continue
-                    ours = _mean(records, dataset=table, method=method, metric="holds",
-                                 answer=answer, where=where)
-                    theirs = _mean(records, dataset=table, method=peer, metric="holds",
-                                   answer=answer, where=where)
+                    ours, theirs = (_mean(records, dataset=table, method=name, metric="holds",
+                                          answer=answer, where=where) for name in (method, peer))
                     if ours is not None and theirs is not None:
                         gaps[f"{table}/{answer}"] = 100 * (ours - theirs)
                         by_role[role].append(100 * (ours - theirs))
@@ -559,9 +510,7 @@ def acceptance_lines(records):
             def shares(name):
                 found = [r["column_shares"] for r in records if r["dataset"] == table
                          and r["method"] == name and r["metric"] == "top_column_share"]
-                if not found:
-                    return None
-                return {c: np.mean([f[c] for f in found]) for c in found[0]}
+                return {c: np.mean([f[c] for f in found]) for c in found[0]} if found else None
 
             ours, search, tree = shares(method), shares("search"), shares("shap_tree")
             if ours is None or search is None or tree is None:
@@ -572,44 +521,39 @@ def acceptance_lines(records):
                           f"(search {100 * search[column]:.0f}, "
                           f"TreeSHAP {100 * tree[column]:.0f}: {over:+.0f})")
         out.append(f"- {METHODS[method]}, most over-kept column: " + "; ".join(excess))
-    return out
+    return [*out, ""]
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--profile", choices=sorted(PROFILES), default="fast")
-    parser.add_argument("--tables", nargs="+", choices=sorted(TABLES))
-    parser.add_argument("--out", type=Path, default=None)
-    parser.add_argument("--render", type=Path, metavar="JSON",
-                        help="run nothing: write the RST of this results file")
-    args = parser.parse_args(argv)
-    torch.set_num_threads(1)
-    if args.render:
-        records, machine, profile = report.load_study_results(args.render)
-        text = render(records, machine, profile)
-        args.render.with_suffix(".rst").write_text(text, encoding="utf-8")
-        print(text)
-        return
-    profile = {"name": args.profile, **PROFILES[args.profile]}
-    if args.tables:
-        profile["tables"] = tuple(args.tables)
-    out = args.out or report.RESULTS_DIR / f"{STUDY}_{args.profile}.json"
-    machine = report.machine_info("cpu", threads=1)
-    records = []
-    start = time.perf_counter()
-
-    def log(text):
-        print(f"[{time.perf_counter() - start:7.1f} s] {text}", flush=True)
-
-    for table in profile["tables"]:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", FutureWarning)
-            records += run_table(table, profile, log)
-        report.save_results(out, records, machine, profile, STUDY)
-    text = render(records, machine, profile)
-    out.with_suffix(".rst").write_text(text, encoding="utf-8")
-    print(text)
+STUDY = Study(
+    name="mixed_tables",
+    profiles=PROFILES,
+    datasets=lambda profile: list(profile.tables),
+    methods=tuple(METHODS),
+    cases=with_references(context=lambda dataset, profile: {"table": dataset, "k": K}),
+    seeds=seeded(lambda method: method in ("random", *OURS)),
+    prepare=prepare,
+    dataset_values=fill_agreement,
+    measure=measure,
+    metrics={"holds": Metric("Holds", "share"), "distinct_sets": Metric("Distinct", "sets",
+                                                                        fmt=".0f"),
+             "top_column_share": Metric("Top column", "share"),
+             "fill_agreement": Metric("Check and judge agree", "share"),
+             **CELLS, "top_column": Metric("Top column\n(share)", cell=lambda values: values[0])},
+    tables=(Table(f"Mixed tables, k = {K}: rows that hold (%), by the model's answer, at the "
+                  "fill and over background rows", (*CELLS, "distinct_sets", "top_column"),
+                  labels={"dataset": "Table", "distinct_sets": "Distinct\nsets"}),),
+    fields=lambda records, machine, profile: {"tol": TOL, "n_background": N_BACKGROUND},
+    notes=acceptance_lines,
+    postprocess=with_cells,
+    labels=METHODS,
+    dataset_labels={name: source.label for name, source in TABLES.items()},
+    spread=None,
+)
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    from ..bench import main
+
+    main(["mixed_tables", *sys.argv[1:]])
