@@ -50,13 +50,15 @@ def throughput_ratio(explainer, X, *, repeats=7):
     """Time of a bare selector forward pass (a float32 tensor already on its device) over
     time of ``transform`` (the same rows as a numpy array), with both times: what
     validation, transfers and top-k cost on top of the network (1.0: nothing)."""
-    module = explainer.net_.module_.eval()
-    param = next(module.parameters(), None)
-    device = param.device if param is not None else torch.device("cpu")
+    module, device = selector_network(explainer)
     X32 = np.ascontiguousarray(X, dtype=np.float32)
-    # What the selector reads (MEED's: the black box's outputs after the row; their values
-    # do not change the time of a forward pass).
-    X_t = torch.as_tensor(explainer._selector_input(X32, X32), device=device)
+    # What the selector reads: MEED with feedback also reads the black box's outputs after
+    # the row (zeros here: their values do not change the time of a forward pass).
+    read = X32
+    if getattr(explainer, "feedback", None) is not None:
+        read = np.hstack([X32, np.zeros((len(X32), explainer.output_spec_.n_columns),
+                                        dtype=np.float32)])
+    X_t = torch.as_tensor(read, device=device)
 
     def forward():
         with torch.inference_mode():
@@ -65,6 +67,13 @@ def throughput_ratio(explainer, X, *, repeats=7):
 
     forward_s, transform_s = best_times([forward, lambda: explainer.transform(X32)], repeats)
     return forward_s / transform_s, forward_s, transform_s
+
+
+def selector_network(explainer):
+    """The fitted explainer's network in eval mode and the device its weights are on."""
+    module = explainer.net_.module_.eval()
+    param = next(module.parameters(), None)
+    return module, param.device if param is not None else torch.device("cpu")
 
 
 def synced(func, device):

@@ -29,10 +29,10 @@ from ..harness.anchor import ANCHORS
 from ..harness.data import N_RELEVANT, DatasetSpec, make_rows
 from ..harness.registry import METHODS, method_names
 from ..harness.study import Metric, Study, Table
-from ..harness.timing import available_memory, best_times, rise, synced
+from ..harness.timing import available_memory, best_times, rise, selector_network, synced
 
 ROOT = Path(__file__).resolve().parents[2]
-# The synthetic records whose peers ran alone on the machine's cores (from the checkout's root).
+# The synthetic records whose peers were timed with both cores to themselves.
 SYNTHETIC_RESULTS = "benchmarks/results/synthetic_full_paper.json"
 # Host copies of the table a size may hold at once (the rows, Masker.fit's float64 spread,
 # the standardised rows, the scores and masks): a size needing more memory is skipped.
@@ -198,7 +198,7 @@ def peak_memory(explainer, X):
     forward pass of its selector (its scores included), once a few rows are explained (lazy
     initialisation, the CUDA context); on CUDA the device's peak allocation above the one
     before the call. The rows are resident before the call, the masks in the rise."""
-    module, device = explainer.net_.module_.eval(), explainer._inference_device()
+    module, device = selector_network(explainer)
     X_device = torch.as_tensor(X).to(device)  # on the CPU, the rows themselves
 
     def forward(rows=X_device):

@@ -32,19 +32,10 @@ SIDE = 24
 METHODS = ("sointer", "l2x", "random", "nearest", "greedy")
 GREEDY_MAX_K = 10  # the greedy search's cost grows with k (k passes over the field's pixels)
 FIELD_RADIUS = 5  # the target's output reads the 11 x 11 pixels around it
-# SOInter's queries at the baseline the masks are judged with: on pixel (12, 12) at k = 10
-# (5 epochs, black fill) the defaults fill="draws" and energy_masks=4 kept the label on 13 %
-# of held-out rows, fill="baseline" with 2 masks on 85 % (score function, 33 s a fit) and 87 %
-# (relaxed, 14 s). L2X without the refinement against the model, as in its paper (216 s a fast
-# fit with it). With the mean fill, on pixel (16, 9) at k = 10, post-accuracy (model 93.4 %,
-# L2X 90.8 %, the 10 nearest 90.6 %): energy_masks=2 89.8 %, 4 91.4 %, 8 90.4 %; then on
-# 1,500 rows (SOInter 90.7 / 90.6 on seeds 0 / 1) none kept: requery="batch" with
-# energy_refit 90.8 / 90.8, n_train=3500 90.9 / 90.5, an MLP(256, 256) interpreter 91.1 /
-# 91.1, tau=0.3 90.7 / 90.9, lr=3e-3 91.1 / 90.9, refine="model" 91.4 on seed 0 with 500 rows
-# in a fit 5 times longer; CNNSelector(position_bias=True) 82.0 % on pixel (8, 14).
-# Both methods without the refinement against the model, as in their papers (SOInter refines
-# by default since: on 8 x 8 digits, three pixels at k = 10, it then keeps the pixel's answer
-# as often as L2X at its defaults; doc/user_guide.rst).
+# SOInter queries at the baseline the masks are judged with: with black left-out pixels the
+# draws keep the label on 13 % of rows, the baseline on 85-87 %. Both methods run without the
+# refinement, as in their papers. On (16, 9) at k = 10 no setting tried lifts SOInter above
+# 91.4 % (doc/tuning.rst lists them).
 _SOINTER = dict(gradient="relaxed", fill="baseline", refine=None)
 _PROFILE = dict(targets=((12, 12), (8, 14), (16, 9)), ks=(5, 10, 50, 100), seeds=3,
                 n_black_box=3000, n_train=2000, n_explain=1500, black_box_epochs=15,

@@ -197,8 +197,8 @@ STUDY = Study(
     name="structured",
     profiles=PROFILES,
     datasets=task_names,
-    # SOInter against L2X, as the issue asks, and the peers but captum's copy of KernelSHAP
-    # (shap's is there); REAL-X and captum's KernelShap on request.
+    # SOInter against L2X, and the peers but captum's copy of KernelSHAP (shap's is there);
+    # REAL-X and captum's KernelShap on request.
     methods=tuple(method_names(target_output=None)),
     default_methods=("sointer", "l2x", "shap_kernel", "lime", "saliency",
                      "integrated_gradients"),

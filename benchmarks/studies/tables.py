@@ -531,8 +531,9 @@ def with_gaps(records):
     return records + derived
 
 
-# The checks of the acceptance: name, what fails it, the runs it applies to, the
-# value it reads and its bound: a gap (and the half distance) fails below it, others above.
+# The acceptance checks (each cell of ours must pass every one that applies to it): name,
+# what fails it, the runs it applies to, the value it reads and its bound: a gap (and the
+# half distance) fails below it, others above.
 CHECKS = (
     ("global", "fidelity below the best global subset − 1 point", OURS, "gap_global", -0.01),
     ("best_peer", "fidelity below the best peer of the cell − 2 points", ("l2x", "meed"),

@@ -35,16 +35,10 @@ SHAP = "shap_kernel"
 LIME = "lime"
 METHOD_NAMES = ("sointer", "l2x", SHAP, LIME, RANDOM)
 
-# SOInter's energy network pre-trains on uniform masks, which leave a bag of words empty, so
-# it learns from the interpreter's own masks instead (energy_masks=0, requery="batch",
-# energy_refit); a left-out word is absent (fill="baseline"); refine="model" as L2X has by
-# default. Measured on 1,000 training tweets, post-hoc accuracy on every explained tweet /
-# on those given the tag for deflategate, coachella2015, aapl (L2X 95.1 / 94.6, 96.6 / 94.1,
-# 99.0 / 87.0): the unary encoding and pseudo-likelihood, 10 epochs (EnergyNet's "auto"
-# defaults at 57 tags) 97.1 / 97.2, 97.6 / 94.5, 99.1 / 88.9, fits of 17-20 s; 5 epochs 96.4
-# / 96.0, 97.1 / 95.0, 98.7 / 81.5 (18-22 s), and without energy_refit 94.4 / 93.7, 96.9 /
-# 93.7, 98.7 / 83.3; pairwise with the likelihood 96.0 / 96.5, 96.5 / 92.4 (55-60 s). Without
-# the refinement (1,500 tweets, another split) deflategate fell from 0.957 to 0.906.
+# Learns from the interpreter's own masks because uniform masks leave a bag of words empty;
+# the unary encoding and pseudo-likelihood keep the tag's answer as well as the pairwise
+# likelihood in a third of the time; the refinement is on because without it deflategate
+# keeps 0.906 instead of 0.957 (doc/tuning.rst has the settings tried).
 _SOINTER = {"fill": "baseline", "energy_masks": 0, "requery": "batch", "energy_refit": True,
             "refine": "model"}
 _PROFILE = dict(tags=10, k=2, seeds=3, n_explain=1000, n_train=1000, n_peer=200,
