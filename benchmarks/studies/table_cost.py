@@ -23,7 +23,6 @@ for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ.setdefault(_name, "1")
 
 import json  # noqa: E402
-import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -32,6 +31,7 @@ import torch  # noqa: E402
 from sk_sointer import L2XExplainer  # noqa: E402
 
 from ..harness import report  # noqa: E402
+from ..harness.timing import elapsed  # noqa: E402
 from .mixed_tables import TABLES, pipeline  # noqa: E402
 
 STUDY = "table_cost"
@@ -41,32 +41,19 @@ N_COLUMNS = 20
 def _median_ms(func, n_calls):
     for _ in range(10):
         func()
-    times = []
-    for _ in range(n_calls):
-        start = time.perf_counter()
-        func()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times) * 1e3)
+    return float(np.median([elapsed(func)[1] for _ in range(n_calls)]) * 1e3)
 
 
 def measure():
     X, y = TABLES["loans"].load()
     X = X.iloc[:, :N_COLUMNS].reset_index(drop=True)
     pipe = pipeline("classification").fit(X, y)
-    start = time.perf_counter()
-    explainer = L2XExplainer(k=3, random_state=0).fit(X, black_box=pipe)
-    fit_s = time.perf_counter() - start
+    explainer, fit_s = elapsed(lambda: L2XExplainer(k=3, random_state=0).fit(X, black_box=pipe))
     row = X.iloc[[17]]
     bulk = X.sample(200_000, replace=True, random_state=0)
-    start = time.perf_counter()
-    explainer.transform(bulk)
-    bulk_s = time.perf_counter() - start
-    start = time.perf_counter()
-    explainer.masker_.codec.encode(bulk)
-    reading_s = time.perf_counter() - start
-    start = time.perf_counter()
-    reasons = explainer.reasons(X.iloc[:200])
-    reasons_s = time.perf_counter() - start
+    bulk_s = elapsed(lambda: explainer.transform(bulk))[1]
+    reading_s = elapsed(lambda: explainer.masker_.codec.encode(bulk))[1]
+    reasons, reasons_s = elapsed(lambda: explainer.reasons(X.iloc[:200]))
     denied = int(np.flatnonzero(pipe.predict(X.iloc[:200]) == "high risk")[0])
     example = reasons[reasons["row"] == denied]
     return {

@@ -289,6 +289,15 @@ def mask_fields(pair, masks):
             "mean_selected": float(np.mean(sizes)), "empty_rate": float(np.mean(sizes == 0))}
 
 
+def judged(pair, profile, masks, entries=MASK_ENTRIES, scores=None):
+    """:func:`mask_fields` and the evaluation ``entries`` of a mask set."""
+    return {**mask_fields(pair, masks), **evaluation(pair, profile, masks, entries, scores)}
+
+
+def per_row_ms(pair, seconds):
+    return 1000 * seconds / len(pair.X_explain)
+
+
 def evaluation(pair, profile, explanation, entries, scores=None):
     """:func:`.quality.evaluation`; masks are judged at the baseline of the pair's judge."""
     return quality.evaluation(pair, profile, explanation, entries,
@@ -356,8 +365,8 @@ def _global(pair, dataset, method, seed, profile, device, k):
         pair.judge, pair.X_train[: profile.global_rows], max(pair.ks)))
     masks = np.zeros(pair.X_explain.shape, dtype=np.float32)
     masks[:, order[:k]] = 1.0
-    return {**mask_fields(pair, masks), **evaluation(pair, profile, masks, MASK_ENTRIES),
-            "params": {"features": order[:k]}, "queries_per_row": 0}
+    return {**judged(pair, profile, masks), "params": {"features": order[:k]},
+            "queries_per_row": 0}
 
 
 def _peer(pair, dataset, method, seed, profile, device, k):
@@ -367,18 +376,15 @@ def _peer(pair, dataset, method, seed, profile, device, k):
         values, setup_s, explain_s = _once(
             pair, method, lambda: REGISTRY[method].attribute(pair, profile, device))
     masks = peers.topk_of_abs(values, k)
-    return {**mask_fields(pair, masks), "setup_s": setup_s,
-            **evaluation(pair, profile, masks, (*MASK_ENTRIES, *CURVE_ENTRIES),
-                         scores=np.abs(values)),
-            "explain_ms_per_row": 1000 * explain_s / len(pair.X_explain),
+    return {**judged(pair, profile, masks, (*MASK_ENTRIES, *CURVE_ENTRIES), np.abs(values)),
+            "setup_s": setup_s, "explain_ms_per_row": per_row_ms(pair, explain_s),
             "queries_per_row": peer_queries(method, pair, profile)}
 
 
 def _oracle(pair, dataset, method, seed, profile, device, k):
     """Per row, the greedy search that queries the model itself."""
     masks, explain_s = elapsed(lambda: greedy_masks(pair.judge, pair.X_explain, k))
-    return {**mask_fields(pair, masks), **evaluation(pair, profile, masks, MASK_ENTRIES),
-            "explain_ms_per_row": 1000 * explain_s / len(pair.X_explain),
+    return {**judged(pair, profile, masks), "explain_ms_per_row": per_row_ms(pair, explain_s),
             # The full row's answer, then every candidate of each of the k rounds.
             "queries_per_row": 1 + sum(pair.judge.masker_.n_groups_ - j for j in range(k))}
 
@@ -389,12 +395,10 @@ def _repaired(pair, dataset, method, seed, profile, device, k):
     explainer = copy.deepcopy(pair.cache[("explainer", dataset, own, seed)])
     explainer.set_params(repair="model")
     repair, explain_s = elapsed(lambda: explainer.repair_masks(pair.X_explain))
-    return {**mask_fields(pair, repair.masks),
-            **evaluation(pair, profile, repair.masks, MASK_ENTRIES),
-            "held_before": 1 - repair.n_failed / n_rows,
+    return {**judged(pair, profile, repair.masks), "held_before": 1 - repair.n_failed / n_rows,
             "repaired_share": repair.n_repaired / max(repair.n_failed, 1),
             "queries_per_row": repair.queries_per_row,
-            "explain_ms_per_row": 1000 * explain_s / n_rows}
+            "explain_ms_per_row": per_row_ms(pair, explain_s)}
 
 
 def _ours(pair, dataset, method, seed, profile, device, k):
