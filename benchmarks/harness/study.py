@@ -223,8 +223,9 @@ def run(study, profile, *, methods=None, device="auto", threads=1, on_record=Non
                         try:
                             values = study.measure(data, dataset, method, seed, profile,
                                                    device, **context)
-                            records += ([_record(study, dataset, method, seed, **entry)
-                                         for entry in values] if isinstance(values, list)
+                            records += ([_record(study, dataset, method, seed,
+                                                 **{**context, **entry}) for entry in values]
+                                        if isinstance(values, list)
                                         else records_of(study, dataset, method, seed, values,
                                                         **context))
                         except Exception as exc:  # noqa: BLE001 - recorded, the run goes on

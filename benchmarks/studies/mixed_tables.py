@@ -49,6 +49,7 @@ from sklearn.preprocessing import OneHotEncoder, StandardScaler  # noqa: E402
 from sk_sointer import L2XExplainer, MEEDExplainer, encoded_groups  # noqa: E402
 
 from ..harness import report  # noqa: E402
+from ..harness.peers import topk_of_abs  # noqa: E402
 from ..harness.study import Metric, Study, Table, percent, seeded, with_references  # noqa: E402
 from ..harness.timing import elapsed  # noqa: E402
 
@@ -234,14 +235,6 @@ def global_subset(judge, X, k):
     return chosen
 
 
-def top_k(scores, k):
-    """0/1 masks of the k largest scores a row (ties: the first column)."""
-    order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
-    masks = np.zeros(scores.shape, dtype=np.int64)
-    np.put_along_axis(masks, order, 1, axis=1)
-    return masks
-
-
 def tree_shap(pipe, X_train, X, full, task):
     """|TreeSHAP| of the model behind the encoder, summed over each column's features, for
     the class the model answers."""
@@ -344,12 +337,12 @@ def fill_agreement(data, dataset):
                                             .holds(full, data.judge.at_fill(X, probe))))}
 
 
-def judged(data, masks, rows=None, **context):
-    """Records (metric, value and context) of a mask set of the first ``rows`` explained
-    rows: holds by answer and where, distinct sets, kept shares per column."""
+def judged(data, masks, first=None, **context):
+    """Records (metric, value and context) of a mask set of the ``first`` explained rows
+    (default: all): holds by answer and where, distinct sets, kept shares per column."""
     X, full, answers = data.X_test, data.full, data.answers
-    if rows is not None:
-        X, full, answers = X.iloc[:rows].reset_index(drop=True), full[:rows], answers[:rows]
+    if first is not None:
+        X, full, answers = X.iloc[:first].reset_index(drop=True), full[:first], answers[:first]
     masks = np.asarray(masks, dtype=np.int64)
     fill = np.asarray(data.check_fill(X, masks), dtype=bool)
     background = data.judge.holds(full, data.judge.in_distribution(X, masks))
@@ -400,11 +393,11 @@ def measure(data, dataset, method, seed, profile, device, **context):
     if method == "shap_tree":
         scores, explain_s = elapsed(lambda: tree_shap(data.pipe, data.X_train, X, data.full,
                                                       data.task))
-        return judged(data, top_k(scores, k), explain_s=explain_s)
+        return judged(data, topk_of_abs(scores, k), explain_s=explain_s)
     rows = profile.kernel_rows  # shap_kernel
     scores, explain_s = elapsed(lambda: kernel_shap(data.judge, X.iloc[:rows], data.full[:rows],
                                                     profile.kernel_nsamples))
-    return judged(data, top_k(scores, k), rows, explain_s=explain_s, rows=rows,
+    return judged(data, topk_of_abs(scores, k), rows, explain_s=explain_s, rows=rows,
                   nsamples=profile.kernel_nsamples)
 
 
