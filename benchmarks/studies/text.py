@@ -89,9 +89,8 @@ def lime_masks(data, rows, profile):
 def measure(data, dataset, method, seed, profile, device, k):
     rows, out = data.rows, {}
     if method == "l2x":
-        # tau and the approximator's width: the best of four settings tried on these tweets
-        # (5 or 15 epochs, tau 0.2 / 0.5 / 1, 100 or 250 filters), the approximator as wide
-        # as L2X's IMDB word-CNN.
+        # tau and the approximator's width: the best on these tweets of the settings in
+        # doc/tuning.rst ("Texts"), the approximator as wide as L2X's IMDB word-CNN.
         explainer = L2XExplainer(k=k, tokens=True, tau=0.2, weight_decay=0.0,
                                  selector=TokenCNNSelector(),
                                  approximator=TokenCNN(filters=250, hidden_units=(250,)),
