@@ -33,7 +33,7 @@ from sklearn.svm import SVC
 
 from sk_sointer import L2XExplainer, ModelRefinement, as_black_box
 from sk_sointer._outputs import output_agreement
-from sk_sointer._search import greedy_subsets
+from sk_sointer._model_judge import greedy_subsets
 from sk_sointer.metrics import break_even_rows, random_masks
 
 from ..harness import fastshap, peers, quality, report, study

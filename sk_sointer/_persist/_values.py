@@ -7,8 +7,7 @@ import math
 import numpy as np
 
 from .._networks import CNN, MLP, CNNSelector, EnergyMLP, TokenCNN, TokenCNNSelector
-from .._repair import RowRepair
-from .._search import ModelRefinement
+from .._model_judge import ModelRefinement, RowRepair
 from ..base import _OPTIMIZERS
 from ..explainers._energy import EnergyNet
 from ._format import _array_budget

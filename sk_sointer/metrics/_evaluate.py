@@ -30,7 +30,7 @@ from sklearn.utils import Bunch, check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from .._masking import Masker
-from .._value import MaskedValue, row_check
+from .._model_judge import masked_value, row_check
 from ..black_box import as_black_box, model_agreement, model_answers
 from ._fidelity import _rows_and_masks
 from ._sanity import mask_similarity
@@ -184,8 +184,15 @@ def evaluate(explanation, model=None, X=None, *, baseline=None, scores=None, ent
 
     target = None if explainer is None else explainer.output_spec_.target
     answers = model_answers(black_box, rows)  # the full rows' answers, asked once
+    # How the model answers masked rows: the explainer's own way (its fill, or its
+    # background rows, as score asks), the baseline's fill for raw masks.
+    value = (masked_value(black_box, masker) if explainer is None
+             else explainer._masked_value(black_box))
+    reference = value.answers(rows, answers)
 
     def fidelity(keep, fill=None):
+        if fill is None:
+            return _of_target(value.agreement(rows, keep, answers=reference), target)
         return _agreement(black_box, rows, masker.mask_raw(rows, keep, fill=fill), target,
                           answers)
 
@@ -194,7 +201,8 @@ def evaluate(explanation, model=None, X=None, *, baseline=None, scores=None, ent
     if "fidelity_removed" in wanted:
         report.fidelity_removed = fidelity(~kept)
     if "rows_holding" in wanted:
-        report.row_holds = _row_holds(black_box, explainer, masker, rows, kept)
+        spec = black_box.spec if explainer is None else explainer.output_spec_
+        report.row_holds = _row_holds(value, rows, kept, spec)
         report.rows_holding = float(report.row_holds.mean())
         by_answer = _holding_by_answer(black_box.spec, answers, report.row_holds)
         if by_answer is not None:
@@ -203,7 +211,7 @@ def evaluate(explanation, model=None, X=None, *, baseline=None, scores=None, ent
         if scores is None:
             report.notes["insertion_auc"] = "needs scores (or an explainer) to rank features"
         else:
-            report.update(_curves(black_box, masker, rows, scores, n_steps, target, answers))
+            report.update(_curves(value, rows, scores, n_steps, target, reference))
     if wanted & {"road_kept", "road_removed"}:
         reference = rows if X_reference is None else _reference_rows(X_reference, rows)
         if getattr(masker, "tokens", False):
@@ -246,12 +254,9 @@ def evaluate(explanation, model=None, X=None, *, baseline=None, scores=None, ent
     return report
 
 
-def _row_holds(black_box, explainer, masker, rows, kept):
-    """The per-row check of the masks (:func:`~sk_sointer._value.row_check`), with the
-    explainer's way of leaving features out (its background rows, or its fill)."""
-    background = None if explainer is None else getattr(explainer, "background_", None)
-    spec = black_box.spec if explainer is None else explainer.output_spec_
-    value = MaskedValue(black_box.predict, masker, background)
+def _row_holds(value, rows, kept, spec):
+    """The per-row check of the masks (:func:`~sk_sointer._model_judge.row_check`), with the
+    explainer's way of leaving features out (``value``: its background rows, or its fill)."""
     return row_check(value.full(rows), value.masked(rows, kept), spec).holds
 
 
@@ -484,14 +489,17 @@ def insertion_deletion_curves(explainer, X, *, model=None, n_steps=None):
     black_box = _black_box(explainer, model, explainer.layout_.row_shape)
     rows = (explainer._validate_transform_input(X) if explainer._table_codec is not None
             else _rows_and_masks(X, explainer.transform(X), "selected")[0])
-    return Bunch(**_curves(black_box, explainer.masker_, rows, explainer.explain(X), n_steps,
-                           explainer.output_spec_.target))
+    return Bunch(**_curves(explainer._masked_value(black_box), rows, explainer.explain(X),
+                           n_steps, explainer.output_spec_.target))
 
 
-def _curves(black_box, masker, rows, scores, n_steps, target=None, answers=None):
+def _curves(value, rows, scores, n_steps, target=None, answers=None):
     """The curves of :func:`insertion_deletion_curves` for flat ``rows`` and the
-    ``scores`` of their features (a group's features carry the group's score)."""
-    answers = model_answers(black_box, rows) if answers is None else answers
+    ``scores`` of their features (a group's features carry the group's score), the model
+    asked as ``value`` asks it (``answers``: its :meth:`~sk_sointer._model_judge.
+    MaskedValue.answers` of ``rows``, when known)."""
+    masker = value.masker
+    answers = value.answers(rows) if answers is None else answers
     scores = np.asarray(scores, dtype=np.float64).reshape(rows.shape)
     scores = masker.reduce_raw(scores)  # each group's score, read at its first feature
     n_groups = scores.shape[1]
@@ -506,8 +514,8 @@ def _curves(black_box, masker, rows, scores, n_steps, target=None, answers=None)
     np.put_along_axis(rank, order, np.broadcast_to(np.arange(n_groups), order.shape), axis=1)
 
     def agreement(kept):
-        masked = masker.mask_raw(rows, masker.expand_raw(kept))
-        return _agreement(black_box, rows, masked, target, answers)
+        return _of_target(value.agreement(rows, masker.expand_raw(kept), answers=answers),
+                          target)
 
     insertion = np.array([agreement(rank < j) for j in steps])
     deletion = np.array([agreement(rank >= j) for j in steps])
@@ -521,8 +529,12 @@ def _agreement(black_box, rows, masked, target=None, answers=None):
     """The model's agreement with itself from ``rows`` (its ``answers`` on them, when
     known) to ``masked``: averaged over its outputs, or on the ``target`` output alone (an
     explainer of one output)."""
-    values = model_agreement(black_box, rows, masked, multioutput="raw_values",
-                             answers=answers)
+    return _of_target(model_agreement(black_box, rows, masked, multioutput="raw_values",
+                                      answers=answers), target)
+
+
+def _of_target(values, target):
+    """Per-output ``values`` averaged, or the ``target`` output's alone."""
     if target is not None and target >= len(values):
         raise ValueError(
             f"The explainer explains output {target} of its model, but the model given has "
