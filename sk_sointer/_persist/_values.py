@@ -8,7 +8,7 @@ import numpy as np
 
 from .._networks import CNN, MLP, CNNSelector, EnergyMLP, TokenCNN, TokenCNNSelector
 from .._model_judge import ModelRefinement, RowRepair
-from ..base import _OPTIMIZERS
+from .._estimator import _OPTIMIZERS
 from ..explainers._energy import EnergyNet
 from ._format import _array_budget
 
