@@ -5,6 +5,11 @@
 (baseline, standardisation, feature groups), seeds training, builds the method's skorch net
 (stored as ``net_``; composed, not inherited) and turns scores into masks.
 
+The fit template, :class:`Problem` and the reading of data at the boundary are
+:mod:`sk_sointer._estimator`'s (shared with the EVAL-X evaluator), the chunked inference
+:mod:`sk_sointer._inference`'s, the model asked about masked rows (``score``, ``check``,
+the repair, the refinement) :mod:`sk_sointer._model_judge`'s.
+
 ``fit`` first resolves a :class:`Problem` (the rows' :class:`~sk_sointer._layout.RowLayout`,
 masker and groups, output spec, black box, target output) and hands it to the method's
 hooks:
@@ -19,8 +24,8 @@ hooks:
 - ``_train(problem, X, net_input, targets)``: trains ``net_`` (one ``net_.fit`` by default;
   SOInter's fit adds its re-query and keep-best callbacks);
 - ``_refine(problem, X, net_input, outputs)``: after the method's own training, the
-  selector refined against the black box itself (:class:`~sk_sointer._training.nets.
-  ModelJudgedNet`), when ``fit`` got the model and ``refine`` is not None (the selector's
+  selector refined against the black box itself (:func:`~sk_sointer._model_judge.refine`),
+  when ``fit`` got the model and ``refine`` is not None (the selector's
   output serves as the groups' log-weights: every method's scores are increasing in it;
   with ``k=None`` each row keeps its size);
 - ``_fit_judge_to_masks(X_scaled, net_input, targets)``: last, where the net's judge learnt

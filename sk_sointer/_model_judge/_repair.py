@@ -36,8 +36,8 @@ class RowRepair(BaseEstimator):
     Every explained row is checked against the model (its answer on the full row and on
     the masked row: two queries a row, or ``1 + n_background`` with background rows); the
     rows whose mask fails are searched further (swaps from the selector's mask, see
-    :mod:`sk_sointer._model_judge._repair`) within ``max_queries`` model queries a row. The explainer
-    reports what happened (:meth:`~sk_sointer.L2XExplainer.repair_masks`).
+    :mod:`sk_sointer._model_judge._repair`) within ``max_queries`` model queries a row.
+    The explainer reports what happened (:meth:`~sk_sointer.L2XExplainer.repair_masks`).
 
     Parameters
     ----------
