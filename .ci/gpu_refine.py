@@ -32,8 +32,8 @@ from sklearn.linear_model import LogisticRegression
 
 import sk_sointer
 from sk_sointer import L2XExplainer
-from sk_sointer.base import BaseExplainer
-from sk_sointer._training.nets import ModelJudgedNet, SelectorJudgeNet
+from sk_sointer._model_judge import ModelJudgedNet
+from sk_sointer._model_judge import _refine as refine_module
 
 out, n_rows = sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 100_000
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -68,7 +68,8 @@ def black_box(n_rows):
 
 
 def timed(cls, name, key, seconds):
-    """Add the seconds of every call of ``cls.name`` to ``seconds[key]``."""
+    """Add the seconds of every call of ``cls.name`` (a class's or a module's) to
+    ``seconds[key]``."""
     original = getattr(cls, name)
 
     def wrapper(*args, **kwargs):
@@ -105,8 +106,8 @@ def counted(syncs):
 
 def refinement_share(X, model):
     seconds, syncs = {}, {"steps": 0, "syncs": 0, "where": set()}
-    timed(BaseExplainer, "_in_distribution_judge", "judge_s", seconds)
-    timed(SelectorJudgeNet, "refine", "refine_s", seconds)
+    timed(refine_module, "_in_distribution_judge", "judge_s", seconds)
+    timed(refine_module, "_train_selector", "refine_s", seconds)
     counted(syncs)
     row = {}
     for refine in (None, "model"):

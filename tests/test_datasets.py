@@ -14,13 +14,6 @@ from sk_sointer.datasets import (
     load_mnist_3_vs_8,
     load_tweets,
     CONTROL_FLOW_FEATURE,
-    _additive_logit,
-    _control_flow,
-    _orange_skin_logit,
-    _structured_argmin,
-    _structured_energies,
-    _switch_paper,
-    _xor_logit,
     load_yeast,
     make_control_flow,
     make_nonlinear_additive,
@@ -28,6 +21,14 @@ from sk_sointer.datasets import (
     make_structured_output,
     make_switch,
     make_xor,
+)
+from sk_sointer.datasets._structured import _structured_argmin, _structured_energies
+from sk_sointer.datasets._synthetic import (
+    _additive_logit,
+    _control_flow,
+    _orange_skin_logit,
+    _switch_paper,
+    _xor_logit,
 )
 
 GENERATORS = {

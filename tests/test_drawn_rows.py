@@ -10,7 +10,7 @@ import sk_sointer
 from sk_sointer import L2XExplainer, ModelRefinement
 from sk_sointer._masking import Masker
 from sk_sointer._outputs import output_agreement, spec_of
-from sk_sointer._search import ModelJudge
+from sk_sointer._model_judge import ModelJudge
 
 from .test_tables import LoanModel, _table
 
@@ -103,7 +103,7 @@ def _judge(X, drawn_rows=0.5, n_drawn=3):
 
 
 def test_the_greedy_search_in_distribution_mixes_the_fill_and_the_partner_rows():
-    from sk_sointer._search import _DrawnValue
+    from sk_sointer._model_judge._reward import _DrawnValue
 
     rng = np.random.default_rng(1)
     X = rng.normal(size=(40, 4))

@@ -369,3 +369,29 @@ def test_evaluate_report_prints_as_a_table_and_stays_a_bunch(evaluated):
     assert any(line.split()[0] == "fraction" and line.split()[1].startswith("[")
                for line in lines)
     assert "    eacc: needs evaluator=" in lines
+
+
+def test_evaluate_and_score_ask_the_model_through_the_explainers_background_rows():
+    # With background rows the model's answer on a masked row is its outputs averaged over
+    # them: evaluate's kept fidelity is then the share of rows whose class survives that
+    # (check's), and score the same agreement with each answer's rows weighing alike. At
+    # the fill the same masks score otherwise, so evaluate does not ask there.
+    rng = np.random.RandomState(0)
+    rows = rng.randn(300, 4).astype(np.float32)
+    model = LogisticRegression().fit(rows, rows[:, 0] + 0.8 * rows[:, 1] > 0.5)
+    explainer = L2XExplainer(k=1, max_epochs=3, batch_size=64, refine=None, background=16,
+                             random_state=0).fit(rows, black_box=model)
+    report = evaluate(explainer, X=rows, entries=["fidelity_kept", "rows_holding"])
+    holds = explainer.check(rows).holds
+    assert report.fidelity_kept == pytest.approx(holds.mean())
+    assert report.rows_holding == pytest.approx(holds.mean())
+    value = explainer._masked_value()
+    assert value.queries_per_row == 16
+    np.testing.assert_array_equal(value.background, explainer.background_)
+    full, masked = value.full(rows), value.masked(rows, explainer.transform(rows))
+    answers, kept = full.argmax(axis=1), masked.argmax(axis=1) == full.argmax(axis=1)
+    balanced = np.mean([kept[answers == answer].mean() for answer in np.unique(answers)])
+    assert explainer.score(rows) == pytest.approx(balanced)
+    at_fill = evaluate(explainer.transform(rows), model, rows,
+                       baseline=explainer.masker_.baseline_, entries=["fidelity_kept"])
+    assert at_fill.fidelity_kept != pytest.approx(report.fidelity_kept)

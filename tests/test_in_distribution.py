@@ -8,7 +8,7 @@ import sk_sointer
 from sk_sointer import ModelRefinement
 from sk_sointer._masking import Masker
 from sk_sointer._outputs import spec_of
-from sk_sointer._search import ModelJudge, keep_reward
+from sk_sointer._model_judge import ModelJudge, keep_reward
 from sk_sointer.metrics import EvalXEvaluator
 
 

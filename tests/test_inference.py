@@ -283,6 +283,7 @@ def test_the_device_path_gives_the_host_path_masks_and_scores(dtype, monkeypatch
     """On an accelerator every chunk is standardised, scored and finished there; forced on
     the CPU, that path gives the host path's masks and scores exactly, with groups, with
     k=None, in float32 and float64, and sends non-finite chunks back to the host path."""
+    import sk_sointer._inference as inference
     import sk_sointer.base as base
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
@@ -311,7 +312,7 @@ def test_the_device_path_gives_the_host_path_masks_and_scores(dtype, monkeypatch
     far = L2XExplainer(k=1, **fast).fit(wide, y)
     wide[:5, 0] = 3e38
     expected_far = far.transform(wide[:5])
-    monkeypatch.setattr(base, "_explains_on_device", lambda device: True)
+    monkeypatch.setattr(inference, "_explains_on_device", lambda device: True)
     calls = []
     original = base.BaseExplainer._chunk_on_device
     monkeypatch.setattr(base.BaseExplainer, "_chunk_on_device",
@@ -364,6 +365,7 @@ def test_the_device_path_breaks_a_selectors_ties_to_the_lower_index(device, k, m
     # A selector that scores every feature alike: its top-k is the first k features on the
     # device path (rounds of argmax up to k = 10, the top-k and its tie count beyond) as
     # on the host path; on the CPU the device path is forced.
+    import sk_sointer._inference as inference
     import sk_sointer.base as base
 
     rng = np.random.RandomState(0)
@@ -375,7 +377,7 @@ def test_the_device_path_breaks_a_selectors_ties_to_the_lower_index(device, k, m
         last.weight.zero_()
         last.bias.zero_()
     if device == "cpu":
-        monkeypatch.setattr(base, "_explains_on_device", lambda device: True)
+        monkeypatch.setattr(inference, "_explains_on_device", lambda device: True)
     masks = explainer.transform(X)
     expected = np.zeros_like(masks)
     expected[:, :k] = 1

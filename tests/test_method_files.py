@@ -25,7 +25,7 @@ MAX_CODE_LINES = 250
 
 # What the training room may not import: the estimators and everything above them.
 ABOVE_TRAINING = ("sk_sointer.base", "sk_sointer.explainers", "sk_sointer.metrics",
-                  "sk_sointer._search", "sk_sointer._persist", "sk_sointer._cli",
+                  "sk_sointer._model_judge", "sk_sointer._persist", "sk_sointer._cli",
                   "sk_sointer.display", "sk_sointer.plotting", "sk_sointer.parallel")
 
 # A ``for ... in range(...)`` with "epoch" on its line or the few lines around it.

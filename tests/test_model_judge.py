@@ -13,9 +13,9 @@ import sk_sointer
 from sk_sointer import ModelRefinement
 from sk_sointer._masking import Masker
 from sk_sointer._outputs import spec_of
-from sk_sointer._search import ModelJudge, greedy_subsets, keep_reward
+from sk_sointer._model_judge import ModelJudge, greedy_subsets, keep_reward
 from sk_sointer._training.losses import score_function_loss
-from sk_sointer._training.nets import ModelJudgedNet
+from sk_sointer._model_judge import ModelJudgedNet
 
 from torch.utils._python_dispatch import _disable_current_modes
 
@@ -121,7 +121,7 @@ def test_where_the_model_is_indifferent_the_judge_chooses_among_the_groups_that_
     rows with x0 < 1/8: after feature 0 it is indifferent, and the search kept feature 1
     (the lowest unread index). With a judge, such a round adds the group the judge rewards
     most of those that keep the answer; a round where the model moves is the model's."""
-    from sk_sointer._search import _greedy
+    from sk_sointer._model_judge._reward import _greedy
 
     X = np.random.RandomState(0).randn(100, 4).astype(np.float32)
 
@@ -567,9 +567,9 @@ def test_a_torch_model_on_the_selectors_device_refines_there_as_on_the_host(task
     # On a GPU the refinement of a torch model keeps its rows, masks and answers on the
     # device (ModelJudge.on_device): forced on the CPU, that path converts no tensor to
     # NumPy and reads no value back in a step, and refines to the host path's masks.
-    import sk_sointer._search as search
+    import sk_sointer._model_judge._judge as search
     from sk_sointer import L2XExplainer, RealXExplainer
-    from sk_sointer._training.nets import ModelJudgedNet
+    from sk_sointer._model_judge import ModelJudgedNet
 
     rng = np.random.RandomState(0)
     X = np.column_stack([rng.uniform(18, 90, 400), rng.randn(400, 4)]).astype(np.float32)
@@ -627,8 +627,8 @@ class _StandardizeRows(torch.nn.Module):
 
 
 def test_a_model_answering_nan_on_the_device_is_reported_at_the_epochs_end(monkeypatch):
-    import sk_sointer._search as search
-    from sk_sointer._search import ModelJudge
+    import sk_sointer._model_judge._judge as search
+    from sk_sointer._model_judge import ModelJudge
 
     monkeypatch.setattr(search, "_JUDGE_ON_CPU_TENSORS", True)
     X = np.random.RandomState(0).randn(50, 3).astype(np.float32)
@@ -659,8 +659,8 @@ def test_a_model_answering_nan_on_the_device_is_reported_at_the_epochs_end(monke
 
 
 def test_rows_too_many_for_the_device_are_asked_on_the_host(monkeypatch):
-    import sk_sointer._search as search
-    from sk_sointer._search import ModelJudge
+    import sk_sointer._model_judge._judge as search
+    from sk_sointer._model_judge import ModelJudge
 
     monkeypatch.setattr(search, "_JUDGE_ON_CPU_TENSORS", True)
     X = np.random.RandomState(0).randn(50, 3).astype(np.float32)
@@ -720,7 +720,8 @@ def test_the_time_budget_covers_the_in_distribution_judge_and_keeps_the_first_de
     sets its budget later."""
     import time as time_module
 
-    from sk_sointer import _search
+    from sk_sointer._model_judge import _judge as _search
+    from sk_sointer._training.random_masks import in_distribution_judge
 
     X, model = switch_data
     explainer = sk_sointer.L2XExplainer(k=2, max_epochs=1, batch_size=64, refine=None,
@@ -728,10 +729,10 @@ def test_the_time_budget_covers_the_in_distribution_judge_and_keeps_the_first_de
     targets = explainer.output_spec_.standardize(model.predict(X))
     X_scaled = explainer.masker_.standardize(X)
     passed = time_module.monotonic() - 1.0
-    judge = explainer.net_.in_distribution_judge(X_scaled, targets, max_epochs=30,
-                                                 deadline=passed)
+    judge = in_distribution_judge(explainer.net_, X_scaled, targets, max_epochs=30,
+                                  deadline=passed)
     assert len(judge.history) == 1 and len(judge.history[-1, "batches"]) == 1
-    whole = explainer.net_.in_distribution_judge(X_scaled, targets, max_epochs=3)
+    whole = in_distribution_judge(explainer.net_, X_scaled, targets, max_epochs=3)
     assert len(whole.history) == 3
 
     clock = {"now": 100.0}

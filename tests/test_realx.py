@@ -8,7 +8,8 @@ from sklearn.model_selection import GridSearchCV
 
 from sk_sointer import EvalXEvaluator, MLP, RealXExplainer
 from sk_sointer.datasets import make_control_flow
-from sk_sointer.distributions import RebarBernoulli, _conditional_logistic, _logistic, _uniform
+from sk_sointer.distributions import RebarBernoulli
+from sk_sointer.distributions._concrete import _conditional_logistic, _logistic, _uniform
 from sk_sointer.metrics import (
     control_flow_selection_rate,
     encoding_gap,

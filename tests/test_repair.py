@@ -15,7 +15,7 @@ import sk_sointer
 from sk_sointer import HardKumaExplainer, L2XExplainer, RowRepair
 from sk_sointer._masking import Masker
 from sk_sointer._outputs import output_agreement, spec_of
-from sk_sointer._value import MaskedValue, row_check
+from sk_sointer._model_judge import MaskedValue, row_check
 
 
 def _switch_proba(X):
@@ -194,7 +194,7 @@ def test_repaired_regression_masks_get_near_the_greedy_search():
     plain = explainer.score(X_test)
     explainer.set_params(repair="model")
     repaired = explainer.score(X_test)
-    from sk_sointer._search import greedy_subsets
+    from sk_sointer._model_judge import greedy_subsets
     greedy = greedy_subsets(explainer.black_box_.predict, X_test, explainer.masker_,
                             explainer.output_spec_, 3)
     predict = explainer.black_box_.predict
@@ -336,7 +336,7 @@ def test_evaluate_reports_the_rows_that_hold(switch, weak):
 
 
 def test_the_greedy_search_asks_about_the_groups_left_only(switch):
-    from sk_sointer._search import greedy_subsets
+    from sk_sointer._model_judge import greedy_subsets
 
     X, _ = switch
     counting = _Counting(_switch_proba)

@@ -206,7 +206,7 @@ def _set_budget(explainer, method, args):
         return
     from sklearn.base import clone
 
-    from .._search import ModelRefinement
+    from .._model_judge import ModelRefinement
 
     refine = getattr(explainer, "refine", None)
     options = " and ".join(option for dest, option, _ in _BUDGET_OPTIONS

@@ -163,7 +163,7 @@ def _repair_of(args):
     :class:`~sk_sointer.RowRepair` with ``--repair-max-queries`` and ``--tol``."""
     if args.repair_max_queries is None and args.tol is None:
         return "model"
-    from .._repair import RowRepair
+    from .._model_judge import RowRepair
 
     settings = {"max_queries": args.repair_max_queries, "tol": args.tol}
     return RowRepair(**{name: value for name, value in settings.items() if value is not None})

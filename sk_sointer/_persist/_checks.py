@@ -14,7 +14,7 @@ import numpy as np
 
 from .._masking import Masker
 from .._utils import resolve_device
-from ..base import _SkorchEstimatorMixin
+from .._estimator import _SkorchEstimatorMixin
 from ..black_box import as_black_box
 from ._format import _HEADER_DTYPES, _LAYOUT_ATTRIBUTES, _STRUCTURED
 from ._values import _decode_object

@@ -9,7 +9,7 @@ from .._masking import Masker
 from .._table import TABLE_KINDS, TableMasker, _width as _table_width
 from .._outputs import OutputSpec
 from .._utils import seeded
-from ..base import Problem
+from .._estimator import Problem
 from ._checks import _TABLE_JSON, _array, _check_tensors, _int, _is_int
 from ._values import _decode, _encode
 

@@ -7,9 +7,8 @@ import math
 import numpy as np
 
 from .._networks import CNN, MLP, CNNSelector, EnergyMLP, TokenCNN, TokenCNNSelector
-from .._repair import RowRepair
-from .._search import ModelRefinement
-from ..base import _OPTIMIZERS
+from .._model_judge import ModelRefinement, RowRepair
+from .._estimator import _OPTIMIZERS
 from ..explainers._energy import EnergyNet
 from ._format import _array_budget
 

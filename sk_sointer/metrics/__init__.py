@@ -22,16 +22,10 @@ holds its own model); it accepts the model first too.
 """
 
 from ._evalx import EvalXEvaluator, encoding_gap
-from ._evaluate import (
-    ENTRIES,
-    LOWER_IS_BETTER,
-    break_even_rows,
-    evaluate,
-    evaluation_scorer,
-    insertion_deletion_curves,
-    relative_input_stability,
-)
 from ._agreement import output_agreement
+from ._evaluate import (ENTRIES, LOWER_IS_BETTER, evaluate, evaluation_scorer,
+                        insertion_deletion_curves)
+from ._stability import break_even_rows, relative_input_stability
 from ._fidelity import approximator_accuracy, posthoc_accuracy
 from ._greedy import greedy_masks
 from ._ground_truth import (

@@ -21,19 +21,17 @@ The entries, and where the literature names them:
   against a per-row explainer of a given cost.
 """
 
-import time
-from numbers import Integral, Real
+from numbers import Integral
 
 import numpy as np
-from sklearn.base import clone
 from sklearn.utils import Bunch, check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from .._masking import Masker
-from .._value import MaskedValue, row_check
+from .._model_judge import masked_value, row_check
 from ..black_box import as_black_box, model_agreement, model_answers
 from ._fidelity import _rows_and_masks
-from ._sanity import mask_similarity
+from ._stability import _check_number, _cost, _stability
 
 # Entries for which lower is better: their scorers return minus the value.
 LOWER_IS_BETTER = frozenset({
@@ -58,8 +56,14 @@ def evaluate(explanation, model=None, X=None, *, baseline=None, scores=None, ent
     Parameters
     ----------
     explanation : fitted explainer or array-like of the shape of X
-        An explainer (its masks of ``X``, its baseline, its scores for the curves, its
-        black box unless ``model`` is given) or raw 0/1 masks.
+        An explainer (its masks of ``X``, its way of leaving features out, its scores for
+        the curves, its black box unless ``model`` is given) or raw 0/1 masks. An
+        explainer fitted with ``background`` rows is judged as its ``score`` judges it:
+        ``fidelity_kept``, ``fidelity_removed``, ``rows_holding`` and the insertion and
+        deletion curves compare the model's outputs averaged over those rows, on the full
+        and on the masked rows (a fidelity: the share of rows whose class survives, R²
+        for a real output); otherwise the left-out features take its baseline and a
+        classifier's own answers are compared.
     model : model, default=None
         The black box; by default the explainer's own (``black_box_``).
     X : array-like of shape (n_samples, n_features), or images
@@ -67,7 +71,8 @@ def evaluate(explanation, model=None, X=None, *, baseline=None, scores=None, ent
     baseline : {"mean", "zero"}, float or array-like, default=None
         What fills the left-out features of raw masks (required with them: an explainer's
         fidelity depends on it, so it is never guessed). With an explainer it must be None:
-        the explainer's own baseline (``masker_.baseline_``) is used.
+        the explainer's own baseline (``masker_.baseline_``), or its background rows, are
+        used.
     scores : array-like of the shape of X, default=None
         Scores that rank the features of each row, for the insertion and deletion curves;
         by default the explainer's :meth:`explain`. Without them the curves are left out.
@@ -184,8 +189,15 @@ def evaluate(explanation, model=None, X=None, *, baseline=None, scores=None, ent
 
     target = None if explainer is None else explainer.output_spec_.target
     answers = model_answers(black_box, rows)  # the full rows' answers, asked once
+    # How the model answers masked rows: the explainer's own way (its fill, or its
+    # background rows, as score asks), the baseline's fill for raw masks.
+    value = (masked_value(black_box, masker) if explainer is None
+             else explainer._masked_value(black_box))
+    reference = value.answers(rows, answers)
 
     def fidelity(keep, fill=None):
+        if fill is None:
+            return _of_target(value.agreement(rows, keep, answers=reference), target)
         return _agreement(black_box, rows, masker.mask_raw(rows, keep, fill=fill), target,
                           answers)
 
@@ -194,7 +206,8 @@ def evaluate(explanation, model=None, X=None, *, baseline=None, scores=None, ent
     if "fidelity_removed" in wanted:
         report.fidelity_removed = fidelity(~kept)
     if "rows_holding" in wanted:
-        report.row_holds = _row_holds(black_box, explainer, masker, rows, kept)
+        spec = black_box.spec if explainer is None else explainer.output_spec_
+        report.row_holds = _row_holds(value, rows, kept, spec)
         report.rows_holding = float(report.row_holds.mean())
         by_answer = _holding_by_answer(black_box.spec, answers, report.row_holds)
         if by_answer is not None:
@@ -203,7 +216,7 @@ def evaluate(explanation, model=None, X=None, *, baseline=None, scores=None, ent
         if scores is None:
             report.notes["insertion_auc"] = "needs scores (or an explainer) to rank features"
         else:
-            report.update(_curves(black_box, masker, rows, scores, n_steps, target, answers))
+            report.update(_curves(value, rows, scores, n_steps, target, reference))
     if wanted & {"road_kept", "road_removed"}:
         reference = rows if X_reference is None else _reference_rows(X_reference, rows)
         if getattr(masker, "tokens", False):
@@ -246,12 +259,9 @@ def evaluate(explanation, model=None, X=None, *, baseline=None, scores=None, ent
     return report
 
 
-def _row_holds(black_box, explainer, masker, rows, kept):
-    """The per-row check of the masks (:func:`~sk_sointer._value.row_check`), with the
-    explainer's way of leaving features out (its background rows, or its fill)."""
-    background = None if explainer is None else getattr(explainer, "background_", None)
-    spec = black_box.spec if explainer is None else explainer.output_spec_
-    value = MaskedValue(black_box.predict, masker, background)
+def _row_holds(value, rows, kept, spec):
+    """The per-row check of the masks (:func:`~sk_sointer._model_judge.row_check`), with the
+    explainer's way of leaving features out (``value``: its background rows, or its fill)."""
     return row_check(value.full(rows), value.masked(rows, kept), spec).holds
 
 
@@ -377,14 +387,6 @@ def _explanation_and_model(explanation, model):
     return explanation, model
 
 
-def _check_number(name, value, *, positive=False, integer=False):
-    kind = "an integer" if integer else "a finite number"
-    bound = "> 0" if positive else ">= 0"
-    ok = isinstance(value, Integral if integer else Real) and not isinstance(value, bool)
-    if not ok or not np.isfinite(value) or value < 0 or (positive and value == 0):
-        raise ValueError(f"{name} should be {kind} {bound}; got {value!r}.")
-
-
 def _check_options(evaluator, refit_seeds, noise, n_perturbations, peer_ms_per_row,
                    fit_seconds):
     """evaluate's options, refused with one line naming the one that is wrong."""
@@ -484,14 +486,17 @@ def insertion_deletion_curves(explainer, X, *, model=None, n_steps=None):
     black_box = _black_box(explainer, model, explainer.layout_.row_shape)
     rows = (explainer._validate_transform_input(X) if explainer._table_codec is not None
             else _rows_and_masks(X, explainer.transform(X), "selected")[0])
-    return Bunch(**_curves(black_box, explainer.masker_, rows, explainer.explain(X), n_steps,
-                           explainer.output_spec_.target))
+    return Bunch(**_curves(explainer._masked_value(black_box), rows, explainer.explain(X),
+                           n_steps, explainer.output_spec_.target))
 
 
-def _curves(black_box, masker, rows, scores, n_steps, target=None, answers=None):
+def _curves(value, rows, scores, n_steps, target=None, answers=None):
     """The curves of :func:`insertion_deletion_curves` for flat ``rows`` and the
-    ``scores`` of their features (a group's features carry the group's score)."""
-    answers = model_answers(black_box, rows) if answers is None else answers
+    ``scores`` of their features (a group's features carry the group's score), the model
+    asked as ``value`` asks it (``answers``: its :meth:`~sk_sointer._model_judge.
+    MaskedValue.answers` of ``rows``, when known)."""
+    masker = value.masker
+    answers = value.answers(rows) if answers is None else answers
     scores = np.asarray(scores, dtype=np.float64).reshape(rows.shape)
     scores = masker.reduce_raw(scores)  # each group's score, read at its first feature
     n_groups = scores.shape[1]
@@ -506,8 +511,8 @@ def _curves(black_box, masker, rows, scores, n_steps, target=None, answers=None)
     np.put_along_axis(rank, order, np.broadcast_to(np.arange(n_groups), order.shape), axis=1)
 
     def agreement(kept):
-        masked = masker.mask_raw(rows, masker.expand_raw(kept))
-        return _agreement(black_box, rows, masked, target, answers)
+        return _of_target(value.agreement(rows, masker.expand_raw(kept), answers=answers),
+                          target)
 
     insertion = np.array([agreement(rank < j) for j in steps])
     deletion = np.array([agreement(rank >= j) for j in steps])
@@ -521,8 +526,12 @@ def _agreement(black_box, rows, masked, target=None, answers=None):
     """The model's agreement with itself from ``rows`` (its ``answers`` on them, when
     known) to ``masked``: averaged over its outputs, or on the ``target`` output alone (an
     explainer of one output)."""
-    values = model_agreement(black_box, rows, masked, multioutput="raw_values",
-                             answers=answers)
+    return _of_target(model_agreement(black_box, rows, masked, multioutput="raw_values",
+                                      answers=answers), target)
+
+
+def _of_target(values, target):
+    """Per-output ``values`` averaged, or the ``target`` output's alone."""
     if target is not None and target >= len(values):
         raise ValueError(
             f"The explainer explains output {target} of its model, but the model given has "
@@ -565,125 +574,6 @@ class _Gaussian:
             root = np.linalg.cholesky((cov + cov.T) / 2 + 1e-9 * np.eye(len(cov)))
             filled[np.ix_(rows, left)] = mean + rng.standard_normal(mean.shape) @ root.T
         return filled
-
-
-def _stability(report, wanted, explainer, model, X, masks, rows, row_shape, refit_seeds,
-               X_fit, noise, n_perturbations, rng):
-    if "seed_agreement" in wanted and len(refit_seeds) and X_fit is not None:
-        black_box = explainer.black_box_ if model is None else model
-        agreements = [
-            mask_similarity(masks, clone(explainer).set_params(random_state=seed)
-                            .fit(X_fit, black_box).transform(X))
-            for seed in refit_seeds
-        ]
-        report.seed_agreement = float(np.mean(agreements))
-        report.seed_agreements = np.asarray(agreements)
-    if not wanted & {"mask_change", "relative_input_stability"}:
-        return
-    if len(rows) < 2:  # the perturbations' scale is the features' spread over X
-        for name in wanted & {"mask_change", "relative_input_stability"}:
-            report.notes[name] = ("needs 2 rows of X at least: the perturbations are scaled "
-                                  "by the features' spread over X")
-        return
-    flat_masks = np.reshape(masks, rows.shape) > 0
-    with_ris = "relative_input_stability" in wanted  # the only one that needs the scores
-    if with_ris:
-        scores = np.reshape(explainer.explain(X), rows.shape).astype(np.float64)
-    scale = noise * rows.std(axis=0)
-    worst_change = np.zeros(len(rows))
-    worst_ris = np.zeros(len(rows))
-    for _ in range(n_perturbations):
-        moved = rows + rng.standard_normal(rows.shape) * scale
-        moved = moved.astype(rows.dtype, copy=False)
-        shaped = moved if row_shape is None else moved.reshape(len(rows), *row_shape)
-        if hasattr(X, "columns") and row_shape is None:  # a frame: its names, as fit saw
-            shaped = type(X)(shaped, columns=X.columns, index=X.index)
-        moved_masks = np.reshape(explainer.transform(shaped), rows.shape) > 0
-        changed = (flat_masks & ~moved_masks).sum(axis=1) / np.maximum(flat_masks.sum(axis=1), 1)
-        worst_change = np.maximum(worst_change, changed)
-        if with_ris:
-            moved_scores = np.reshape(explainer.explain(shaped), rows.shape).astype(np.float64)
-            worst_ris = np.maximum(worst_ris, relative_input_stability(rows, moved, scores,
-                                                                       moved_scores))
-    if "mask_change" in wanted:
-        report.mask_change = float(worst_change.mean())
-    if with_ris:
-        report.relative_input_stability = float(worst_ris.mean())
-
-
-def relative_input_stability(X, X_moved, scores, moved_scores, *, eps_min=1e-6):
-    """OpenXAI's relative input stability of each row (Agarwal et al. 2022, eq. 2), as
-    Quantus computes it: the relative change of the explanation over the relative change
-    of the input,
-
-        ||(e(x) - e(x')) / e(x)|| / ||(x - x') / x||,
-
-    with ``eps_min`` in place of a zero in any denominator. Lower is more stable.
-
-    Parameters
-    ----------
-    X, X_moved : ndarray of shape (n_samples, n_features)
-    scores, moved_scores : ndarray of shape (n_samples, n_features)
-        The explanations of ``X`` and of ``X_moved``.
-    eps_min : float, default=1e-6
-
-    Returns
-    -------
-    ris : ndarray of shape (n_samples,)
-    """
-    def relative(before, after):
-        return np.linalg.norm((before - after) / np.where(before == 0, eps_min, before), axis=1)
-
-    inputs = relative(X, X_moved)
-    return relative(scores, moved_scores) / np.where(inputs == 0, eps_min, inputs)
-
-
-def _cost(report, wanted, explainer, X, peer_ms_per_row, fit_seconds):
-    if wanted & {"us_per_row", "break_even_rows"}:
-        explainer.transform(X[: min(len(X), 64)])  # warm-up
-        times = []
-        for _ in range(3):
-            start = time.perf_counter()
-            explainer.transform(X)
-            times.append(time.perf_counter() - start)
-        report.us_per_row = float(np.median(times) / len(X) * 1e6)
-    fit_s = fit_seconds if fit_seconds is not None else getattr(explainer, "fit_time_", None)
-    if fit_s is not None and "fit_s" in wanted:
-        report.fit_s = float(fit_s)
-    if "break_even_rows" in wanted and fit_s is not None and peer_ms_per_row is not None:
-        report.break_even_rows = break_even_rows(fit_s, report.us_per_row, peer_ms_per_row)
-
-
-def break_even_rows(fit_seconds, us_per_row, peer_ms_per_row):
-    """The number of rows from which fitting an amortized explainer once and explaining
-    every row in ``us_per_row`` microseconds costs less than a per-row explainer's
-    ``peer_ms_per_row`` milliseconds a row: ``fit_seconds / (peer cost - own cost)``,
-    infinite when the explainer is not cheaper a row.
-
-    Parameters
-    ----------
-    fit_seconds : float
-        The amortized explainer's fit time (finite, >= 0).
-    us_per_row : float
-        Its cost a row, in microseconds (finite, >= 0).
-    peer_ms_per_row : float
-        The per-row explainer's cost a row, in milliseconds (finite, > 0).
-
-    Returns
-    -------
-    rows : float
-
-    Examples
-    --------
-    >>> from sk_sointer.metrics import break_even_rows
-    >>> round(break_even_rows(30.0, us_per_row=2.0, peer_ms_per_row=12.0))  # 30 s / ~12 ms
-    2500
-    """
-    _check_number("peer_ms_per_row", peer_ms_per_row, positive=True)
-    _check_number("fit_seconds", fit_seconds)
-    _check_number("us_per_row", us_per_row)
-    saved = peer_ms_per_row / 1e3 - us_per_row / 1e6
-    return float(fit_seconds / saved) if saved > 0 else float("inf")
 
 
 class _EntryScorer:

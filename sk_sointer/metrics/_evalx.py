@@ -16,7 +16,7 @@ from .._networks import MLP
 from .._outputs import output_agreement, output_loss, output_values
 from .._training.random_masks import JudgeNet
 from .._utils import in_chunks
-from ..base import _SkorchEstimatorMixin, _check_masks
+from .._estimator import _SkorchEstimatorMixin, _check_masks
 
 # Metrics of score_masks for which lower is better; scorers negate them.
 _LOWER_IS_BETTER = {"eNLL", "eMSE"}

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from .._search import greedy_subsets
+from .._model_judge import greedy_subsets
 
 
 def greedy_masks(explainer, X, k, *, log_weight=0.1, max_rows_per_query=2**15):

@@ -2,7 +2,9 @@
 keeps the model's answer on a given row.
 
 What "leaving a feature out" means for the model is a choice, and every place that asks
-the model about masked rows makes it through one object, :class:`MaskedValue`:
+the model about masked rows makes it through one object, :class:`MaskedValue`, made by
+:func:`masked_value` alone (an explainer's ``_masked_value`` for ``score``, ``check``,
+the repair, the refinement and :func:`~sk_sointer.metrics.evaluate`):
 
 - **fill** (``background=None``): the left-out features take the masker's baseline (the
   training mean by default). One query a row; cheap and exact, but a mask can be judged
@@ -17,11 +19,15 @@ on the full row: for a class, whether it is the same class and with what probabi
 for a value, how far it moved in units of the output's spread.
 """
 
+import copy
+
 import numpy as np
 from sklearn.utils import Bunch, check_random_state
 from sklearn.utils._param_validation import InvalidParameterError
 
-from ._utils import in_chunks
+from .._outputs import output_agreement
+from .._utils import in_chunks
+from ..black_box import model_agreement, model_answers
 
 # Rows sent to the model at once when a masked row becomes one row per background row.
 _ROWS_PER_QUERY = 1 << 15
@@ -40,6 +46,9 @@ class MaskedValue:
     background : ndarray of shape (n_background, n_features) or None, default=None
         Rows in the data's units whose values fill the left-out features, one copy of
         the row per background row, the model's outputs averaged; ``None``: the fill.
+    black_box : BlackBox, default=None
+        The model whose ``predict`` this is: its answers (a classifier's own labels) are
+        what :meth:`agreement` compares at the fill.
 
     Attributes
     ----------
@@ -47,11 +56,20 @@ class MaskedValue:
         Rows sent to the model so far (a masked row costs ``n_background`` of them).
     """
 
-    def __init__(self, predict, masker, background=None):
+    def __init__(self, predict, masker, background=None, black_box=None):
         self.predict = predict
         self.masker = masker
         self.background = None if background is None else np.asarray(background)
+        self.black_box = black_box
         self.n_queries = 0
+
+    def through(self, predict):
+        """The same value (fill or background rows) asking the model through ``predict``
+        (a :class:`~sk_sointer._model_judge.ModelJudge`'s, which pays every query from its
+        budget), its count of queries from 0."""
+        value = copy.copy(self)
+        value.predict, value.n_queries = predict, 0
+        return value
 
     @property
     def queries_per_row(self):
@@ -87,6 +105,39 @@ class MaskedValue:
     def masked_groups(self, X, group_masks):
         """:meth:`masked` for masks over the masker's feature groups."""
         return self.masked(X, self.masker.expand_raw(np.asarray(group_masks)))
+
+    def answers(self, X, known=None):
+        """What :meth:`agreement` compares the masked rows with, asked once for rows ``X``:
+        the model's answers (:func:`~sk_sointer.black_box.model_answers`, ``known`` when
+        given) at the fill, its averaged outputs over the background rows."""
+        if self.background is None:
+            return model_answers(self.black_box, X) if known is None else known
+        return self.full(X)
+
+    def agreement(self, X, masks, spec=None, *, by_answer=False, answers=None):
+        """Per output, how often the model keeps its answer on rows ``X`` masked by
+        ``masks`` (feature-level), an array: at the fill, the model's own answers compared
+        (:func:`~sk_sointer.black_box.model_agreement`: a classifier's ``predict``); over
+        background rows, its averaged outputs (:func:`~sk_sointer._outputs.
+        output_agreement` by ``spec``, the black box's by default). ``by_answer``: each
+        answer's rows weigh alike; ``answers``: :meth:`answers` of ``X``, when known."""
+        if self.background is None:
+            return model_agreement(self.black_box, X, self.masker.mask_raw(X, masks),
+                                   multioutput="raw_values", answers=answers,
+                                   by_answer=by_answer)
+        full = self.full(X) if answers is None else answers
+        return output_agreement(full, self.masked(X, masks),
+                                self.black_box.spec if spec is None else spec,
+                                multioutput="raw_values", by_answer=by_answer)
+
+
+def masked_value(black_box, masker, background=None, *, predict=None):
+    """How ``black_box`` answers rows with features left out by the fitted ``masker``: at
+    its fill, or over the ``background`` rows (see :class:`MaskedValue`). The one place a
+    :class:`MaskedValue` is made; ``predict`` asks the model instead of
+    ``black_box.predict`` (a bare function of raw rows, ``black_box`` then ``None``)."""
+    return MaskedValue(black_box.predict if predict is None else predict, masker, background,
+                       black_box)
 
 
 def draw_background(background, X, random_state, *, allow_nan=False):

@@ -3,13 +3,13 @@ selector's mask and asks the model.
 
 An amortized selector explains a row in microseconds, but it has learnt one function for
 every row and is wrong on some. The model is at hand (``black_box_``), so each row's mask
-is checked (:func:`~sk_sointer._value.row_check`: does the model keep its answer on the
+is checked (:func:`~sk_sointer._model_judge.row_check`: does the model keep its answer on the
 masked row?) and the rows that fail are searched further:
 
 - with ``k`` groups a row, by *swaps*: each round takes out the selected group whose
   removal costs the model's answer least, then puts in the unselected group that best
   restores it (``n_groups`` queries a round); a swap is kept only when it improves the
-  row's reward (:func:`~sk_sointer._search.keep_reward`);
+  row's reward (:func:`~sk_sointer._model_judge.keep_reward`);
 - with a selection of its own size (``k=None``), by *additions*: each round adds the
   unselected group that best keeps the answer, until the mask holds (with every group
   it does).
@@ -26,7 +26,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import Bunch
 from sklearn.utils._param_validation import Interval, InvalidParameterError
 
-from ._search import keep_reward
+from ._reward import keep_reward
 from ._value import row_check
 
 
@@ -36,8 +36,8 @@ class RowRepair(BaseEstimator):
     Every explained row is checked against the model (its answer on the full row and on
     the masked row: two queries a row, or ``1 + n_background`` with background rows); the
     rows whose mask fails are searched further (swaps from the selector's mask, see
-    :mod:`sk_sointer._repair`) within ``max_queries`` model queries a row. The explainer
-    reports what happened (:meth:`~sk_sointer.L2XExplainer.repair_masks`).
+    :mod:`sk_sointer._model_judge._repair`) within ``max_queries`` model queries a row.
+    The explainer reports what happened (:meth:`~sk_sointer.L2XExplainer.repair_masks`).
 
     Parameters
     ----------
@@ -49,7 +49,7 @@ class RowRepair(BaseEstimator):
         A regression output is kept when it moves by at most ``tol`` times its spread.
     log_weight : float, default=0.1
         Weight of the log-probability of the model's answer in the search's reward
-        (:func:`~sk_sointer._search.keep_reward`): among masks that all keep (or lose) the
+        (:func:`~sk_sointer._model_judge.keep_reward`): among masks that all keep (or lose) the
         class, the one whose probabilities are closest to the full row's is preferred.
     """
 
