@@ -2,6 +2,8 @@
 model's answer, and the features left out alone do not (``ModelJudge(removed_weight=)``,
 MEED's ``w_u``)."""
 
+import copy
+
 import numpy as np
 import pytest
 
@@ -87,3 +89,44 @@ def test_a_complement_is_charged_only_for_what_it_tells_beyond_no_features():
     np.testing.assert_allclose(both.costs(index, keep_x1),
                                plain.costs(index, keep_x1) + 2.0 * moved**2, rtol=1e-5,
                                atol=1e-5)
+
+
+def test_meed_keeps_whichever_refinement_earns_more_of_its_objective(monkeypatch):
+    # MEED refines twice (the kept groups' reward alone, and charged for the complement)
+    # and keeps the selector whose masks earn more of the charged reward.
+    from sk_sointer._model_judge import _refine
+
+    chosen, compare = [], _refine._charged_is_better
+
+    def spy(fitted, judge, net_input, k, sizes, other_state):
+        charged = fitted.group_masks(net_input, k)
+        own = copy.deepcopy(fitted.module_.state_dict())
+        fitted.module_.load_state_dict(other_state)
+        plain = fitted.group_masks(net_input, k)
+        fitted.module_.load_state_dict(own)
+        rows = np.arange(len(net_input))
+        earned = [-judge.costs(rows, masks).mean() for masks in (charged, plain)]
+        better = compare(fitted, judge, net_input, k, sizes, other_state)
+        chosen.append((better, earned, charged, plain))
+        return better
+
+    monkeypatch.setattr(_refine, "_charged_is_better", spy)
+    X = np.random.default_rng(0).normal(size=(300, 4))
+    refine = ModelRefinement(max_queries=40_000, max_epochs=10)
+    meed = MEEDExplainer(k=1, max_epochs=5, refine=refine, random_state=0)
+    meed.fit(X, black_box=_three_of_four)
+    (better, (charged, plain), charged_masks, plain_masks), = chosen
+    assert better == (charged > plain)
+    assert not np.array_equal(charged_masks, plain_masks)  # the choice decides something
+    np.testing.assert_array_equal(meed.transform(X), charged_masks if better else plain_masks)
+    # both refinements are paid for
+    assert meed.n_model_queries_ > refine.max_queries // 2
+    L2XExplainer(k=1, max_epochs=5, refine=refine, random_state=0).fit(
+        X, black_box=_three_of_four)
+    assert len(chosen) == 1  # a method without an infidelity term refines once
+
+
+def _three_of_four(rows):
+    rows = np.asarray(rows)
+    p = 1 / (1 + np.exp(-3 * (rows[:, 0] + rows[:, 1] + 0.5 * rows[:, 2])))
+    return np.column_stack([1 - p, p])

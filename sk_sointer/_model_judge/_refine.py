@@ -24,6 +24,8 @@ from ._judge import ModelJudge
 from ._nets import ImitationNet, KeepBestByModel, ModelJudgedNet
 from ._refinement import still_rising
 
+# Most training rows on which a charged refinement is compared with the uncharged one.
+_CHOICE_ROWS = 2_000
 # Most training rows the refinement's in-distribution judge is trained on.
 _JUDGE_ROWS = 10_000
 # Epochs of imitation of greedy targets chosen in distribution (ModelRefinement's
@@ -35,6 +37,14 @@ def refine(fitted, problem, refine, X, net_input, outputs, *, value, k, sizes, t
            scores_of, selector_input, removed_weight=0.0, verbose=0, name="The explainer"):
     """Refine the fitted selector of the net ``fitted`` (in place) against the black box
     (see :class:`~sk_sointer._model_judge.ModelRefinement`, ``refine``).
+
+    With a ``removed_weight`` the selector is refined twice from where the method left
+    it, once on the kept groups' reward alone and once charged for what the left-out
+    groups tell (the same random draws), and the one whose masks earn more of the charged
+    reward on up to ``_CHOICE_ROWS`` training rows is kept: the charge's score-function
+    gradient is noisier, and where the kept-groups refinement already leaves little to
+    the complement it reaches MEED's own objective better. Each is paid from its own
+    ``max_queries``; ``max_seconds`` bounds the two together.
 
     Parameters
     ----------
@@ -73,6 +83,65 @@ def refine(fitted, problem, refine, X, net_input, outputs, *, value, k, sizes, t
         warning reads; ``None`` when the budget cannot pay for judging the selector once
         (nothing refined).
     """
+    def run(settings, removed_weight):
+        return _refine_once(fitted, problem, settings, X, net_input, outputs, value=value,
+                            k=k, sizes=sizes, threshold=threshold, scores_of=scores_of,
+                            selector_input=selector_input, removed_weight=removed_weight,
+                            verbose=verbose, name=name)
+
+    if not removed_weight:
+        record, _ = run(refine, 0.0)
+    else:
+        start, draws = copy.deepcopy(fitted.module_.state_dict()), torch.get_rng_state()
+        began = time.monotonic()
+        plain, _ = run(refine, 0.0)
+        plain_state = copy.deepcopy(fitted.module_.state_dict())
+        fitted.module_.load_state_dict(start)
+        torch.set_rng_state(draws)
+        if refine.max_seconds is not None:  # max_seconds bounds both refinements together
+            refine = clone(refine).set_params(
+                max_seconds=max(0.0, refine.max_seconds - (time.monotonic() - began)))
+        record, judge = run(refine, removed_weight)
+        if record is not None and plain is not None and judge.removed_weight:
+            # with k=None, each row's size as the method's own selector gave it
+            sizes_of = None if k is not None else \
+                torch.as_tensor(sizes(net_input), dtype=torch.long)
+            if not _charged_is_better(fitted, judge, net_input, k, sizes_of, plain_state):
+                fitted.module_.load_state_dict(plain_state)
+                record = plain
+        elif record is None and plain is not None:
+            fitted.module_.load_state_dict(plain_state)
+            record = plain
+        if record is not None:  # both refinements and the choice asked the model
+            record.n_queries = (plain.n_queries if plain is not None else 0) + \
+                (judge.n_queries if judge is not None else 0)
+    if record is not None:
+        _warn_if_still_rising(record, name)
+    return record
+
+
+def _charged_is_better(fitted, judge, net_input, k, sizes, other_state):
+    """Whether the selector of ``fitted`` earns more of ``judge``'s (charged) reward than
+    the one of ``other_state`` on up to ``_CHOICE_ROWS`` training rows (drawn with torch's
+    generator, seeded by fit); leaves ``fitted`` with the selector it came with."""
+    n_rows = judge.n_partners
+    rng = np.random.default_rng(int(torch.randint(2**31 - 1, ()).item()))
+    rows = np.sort(rng.permutation(n_rows)[:_CHOICE_ROWS])
+    judge.set_budget(None)  # the choice is asked beyond the refinement's budget
+    own = copy.deepcopy(fitted.module_.state_dict())
+    rewards = []
+    for state in (own, other_state):
+        fitted.module_.load_state_dict(state)
+        masks = fitted.group_masks(net_input[rows], k if sizes is None else sizes[rows])
+        rewards.append(-float(np.mean(judge.costs(rows, masks))))
+    fitted.module_.load_state_dict(own)
+    return rewards[0] > rewards[1]
+
+
+def _refine_once(fitted, problem, refine, X, net_input, outputs, *, value, k, sizes,
+                 threshold, scores_of, selector_input, removed_weight, verbose, name):
+    """One refinement (see :func:`refine`): its record (without the convergence warning)
+    and its judge, or ``(None, None)``."""
     # max_seconds covers everything the refinement does, from here: the synthetic rows'
     # answers, the in-distribution judge's training and the epochs.
     deadline = None if refine.max_seconds is None else \
@@ -125,7 +194,7 @@ def refine(fitted, problem, refine, X, net_input, outputs, *, value, k, sizes, t
     net = _train_selector(fitted, net_input, judge, refine, k=k, n_judged=n_rows,
                           callbacks=callbacks, **keep_sizes)
     if net is None:  # a budget too small to judge the selector once: none refined
-        return None
+        return None, None
     keep_best = dict(net.callbacks_)["keep_best"]
     record = Bunch(
         fidelity=np.array([keep_best.start_fidelity_, *net.history[:, "model_fidelity"]],
@@ -134,8 +203,7 @@ def refine(fitted, problem, refine, X, net_input, outputs, *, value, k, sizes, t
         extensions=net.extensions_, ended_stale=keep_best.stale_ >= keep_best.patience,
         out_of_time=judge.out_of_time(), n_training=n_rows, n_rows=len(X),
     )
-    _warn_if_still_rising(record, name)
-    return record
+    return record, judge
 
 
 def _warn_if_still_rising(record, name):

@@ -62,7 +62,10 @@ class ModelRefinement(BaseEstimator):
         over the last quarter of the epochs is a point or more above the best before
         them, and a tenth of a point an epoch (:func:`still_rising`). Where the last
         budget, ``max_seconds`` or ``max_epochs`` (without synthetic rows) ends the
-        refinement so, ``fit`` warns with sklearn's ``ConvergenceWarning``.
+        refinement so, ``fit`` warns with sklearn's ``ConvergenceWarning``. MEED refines
+        twice, with and without its charge for the left-out features, each within this
+        budget, and compares the two on up to 2,000 training rows (four queries a row):
+        up to twice the budget and that comparison in all (``n_model_queries_``).
     max_epochs : int, default=100
         Most passes over the training rows (with synthetic rows, see ``min_rows``, fewer
         passes over more rows: see :meth:`plan`).
