@@ -94,7 +94,7 @@ class BlackBox:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
-        self.__dict__.setdefault("row_shape", None)  # pickled before images were supported
+        self.__dict__.setdefault("row_shape", None)  # a file without it holds feature rows
         self.__dict__.setdefault("token_ids", False)
         self.__dict__.setdefault("table", None)
 

@@ -193,14 +193,13 @@ def _random_table_fidelity(explainer, X, counts, seed):
     """The fidelity of random masks keeping as many columns per row as the explanations,
     scored as the explainer's ``score`` is (by the model's answer for a classifier), the
     left-out columns filled as the explainer fills them."""
-    from ..black_box import model_agreement
     from ..metrics import random_masks
 
     codes = _model_rows(explainer, X)
     masks = random_masks(len(counts), codes.shape[1], counts, random_state=seed)
-    scores = model_agreement(explainer.black_box_, codes,
-                             explainer.masker_.mask_raw(codes, masks),
-                             multioutput="raw_values", by_answer=True)
+    # the explainer's own value function: its fill, or its background rows
+    scores = explainer._masked_value().agreement(codes, masks, explainer.output_spec_,
+                                                 by_answer=True)
     target = explainer.output_spec_.target
     return float(scores.mean() if target is None else scores[target])
 

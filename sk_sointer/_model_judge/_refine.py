@@ -174,7 +174,7 @@ def _refine_once(fitted, problem, refine, X, net_input, outputs, *, value, k, si
                        judge_ties=judge_ties, drawn_rows=drawn,
                        n_drawn=refine.n_drawn, n_partners=n_rows,
                        # torch's generator (seeded by fit) drawn only when used, so
-                       # that refinements without draws stay as they were
+                       # that a refinement without draws consumes no random numbers
                        random_state=int(torch.randint(2**31 - 1, ()).item()) if drawn
                        else None,
                        # the complement's term first asks every row with nothing kept:

@@ -312,9 +312,9 @@ class ModelRefinement(BaseEstimator):
         if n_eval < 1:
             return None
         # At most k * n_groups queries a row (the search asks about the groups left,
-        # sum_{j<k} (n_groups - j)): the greedy share is planned with that bound, which the
-        # defaults were tuned with (planned at the exact cost, more rows are imitated, and
-        # L2X's ground truth on orange skin fell from 100 to 93 % of the relevant features).
+        # sum_{j<k} (n_groups - j)): the greedy share is planned with that bound, as the
+        # defaults were tuned: planned at the exact cost, more rows are imitated and L2X
+        # keeps 93 % of orange skin's relevant features instead of 100 % (doc/tuning.rst).
         per_row = k * n_groups * greedy_queries
         # the greedy search's share, leaving what the first epoch's evaluation needs
         greedy = min(budget * self.imitate_share, budget - (1 + 2 * judged_queries) * n_eval)
