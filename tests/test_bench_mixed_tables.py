@@ -90,6 +90,7 @@ def test_the_references_measure_a_small_frame():
 
 
 def test_a_tiny_profile_measures_every_method():
+    pytest.importorskip("shap")  # KernelSHAP and TreeSHAP: the [bench] extra
     profile = studies.Profile(tables=("credit",), max_rows=150, n_explain=20, seeds=1,
                               global_rows=40, kernel_rows=3, kernel_nsamples=16,
                               explainer_params={"max_epochs": 1})
