@@ -93,6 +93,9 @@ def refine(fitted, problem, refine, X, net_input, outputs, *, value, k, sizes, t
         record, _ = run(refine, 0.0)
     else:
         start, draws = copy.deepcopy(fitted.module_.state_dict()), torch.get_rng_state()
+        # with k=None, each row's size as the method's own selector gives it
+        own_sizes = None if k is not None else torch.as_tensor(sizes(net_input),
+                                                               dtype=torch.long)
         began = time.monotonic()
         plain, _ = run(refine, 0.0)
         plain_state = copy.deepcopy(fitted.module_.state_dict())
@@ -103,10 +106,7 @@ def refine(fitted, problem, refine, X, net_input, outputs, *, value, k, sizes, t
                 max_seconds=max(0.0, refine.max_seconds - (time.monotonic() - began)))
         record, judge = run(refine, removed_weight)
         if record is not None and plain is not None and judge.removed_weight:
-            # with k=None, each row's size as the method's own selector gave it
-            sizes_of = None if k is not None else \
-                torch.as_tensor(sizes(net_input), dtype=torch.long)
-            if not _charged_is_better(fitted, judge, net_input, k, sizes_of, plain_state):
+            if not _charged_is_better(fitted, judge, net_input, k, own_sizes, plain_state):
                 fitted.module_.load_state_dict(plain_state)
                 record = plain
         elif record is None and plain is not None:
