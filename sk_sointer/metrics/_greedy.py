@@ -11,7 +11,8 @@ def greedy_masks(explainer, X, k, *, log_weight=0.1, max_rows_per_query=2**15):
     A reference for any explainer's masks (the ceiling of a search that queries the model,
     at a cost): starting from no feature, each of ``k`` rounds adds to every row the
     feature (or feature group) whose addition keeps the model's answer on the full row
-    best, the other features filled as ``explainer`` fills them (ties to the lower index).
+    best, the other features at the explainer's fill (its masker's baseline; background
+    rows are not used) (ties to the lower index).
     A row costs ``1 + sum_{j<k} (n_groups - j)`` model queries.
 
     Parameters
