@@ -450,7 +450,9 @@ class BaseExplainer(
             gives the row's class (the lowest over the model's discrete outputs; NaN for a
             regressor); ``change``: how far a value moved, in units of its spread (the
             largest over the real outputs; NaN for a classifier); ``n_queries``: rows sent
-            to the model.
+            to the model; ``outputs`` and ``masked_outputs``: the model's outputs on the
+            rows and on the masked rows, in the columns of ``output_spec_`` (for
+            :func:`sk_sointer.metrics.output_agreement` or a metric of your own).
         """
         if masks is None:
             masks = self.transform(X)
@@ -464,8 +466,10 @@ class BaseExplainer(
                                         if isinstance(tol, (bool, np.bool_)) else
                                         f"tol should be a number >= 0; got {tol!r}.")
         value = self._masked_value()
-        result = row_check(value.full(X), value.masked(X, masks), self.output_spec_, tol=tol)
+        outputs, masked_outputs = value.full(X), value.masked(X, masks)
+        result = row_check(outputs, masked_outputs, self.output_spec_, tol=tol)
         result.n_queries = value.n_queries
+        result.outputs, result.masked_outputs = outputs, masked_outputs
         return result
 
     def predict_masked(self, X, masks):

@@ -89,6 +89,12 @@ def test_check_agrees_with_score_and_costs_two_queries_a_row(switch, weak):
     check = explainer.check(X)
     assert counting.rows == check.n_queries == 2 * len(X)
     assert _by_answer(check.holds, _switch_proba(X)) == pytest.approx(explainer.score(X))
+    # The outputs it judged come back: the model's on the rows, and on the masked rows
+    # (the left-out features at the baseline), in the columns of output_spec_.
+    np.testing.assert_allclose(check.outputs, _switch_proba(X), rtol=1e-6)
+    masks = explainer.transform(X)
+    masked_rows = np.where(masks > 0, X, explainer.masker_.baseline_)
+    np.testing.assert_allclose(check.masked_outputs, _switch_proba(masked_rows), rtol=1e-6)
     # Masks given explicitly: all features kept always holds, with the full probability.
     check = explainer.check(X, np.ones_like(X))
     assert check.holds.all()

@@ -413,10 +413,9 @@ def _ours(pair, dataset, method, seed, profile, device, k):
     run = {**mask_fields(pair, masks), "fit_s": fit_s, "queries_per_row": 0,
            "params": recorded_params(explainer, seed=False)}
     if explainer.background_ is not None:
-        value = explainer._masked_value()
+        check = explainer.check(pair.X_explain, masks)
         run["fidelity_background"] = output_agreement(
-            value.full(pair.X_explain), value.masked(pair.X_explain, masks),
-            explainer.output_spec_)
+            check.outputs, check.masked_outputs, explainer.output_spec_)
     run.update(evaluation(pair, profile, explainer,
                           (*OUR_ENTRIES, "features_per_row_std") if k is None else OUR_ENTRIES))
     run.update(quality.seed_agreement(pair.cache, (dataset, method), seed, masks))
