@@ -151,7 +151,7 @@ class Judge:
             return self.pipe.predict_proba(X)
         return self.pipe.predict(X)[:, None]
 
-    def _ask(self, columns):
+    def ask(self, columns):
         frame = pd.DataFrame({c: columns[c] for c in self.columns})
         for column in self.columns:
             if pd.api.types.is_numeric_dtype(self.dtypes[column]):
@@ -160,13 +160,13 @@ class Judge:
 
     def at_fill(self, X, masks):
         masks = np.asarray(masks, dtype=bool)
-        return self._ask({column: np.where(masks[:, j], X[column].to_numpy(), self.fill[column])
+        return self.ask({column: np.where(masks[:, j], X[column].to_numpy(), self.fill[column])
                           for j, column in enumerate(self.columns)})
 
     def in_distribution(self, X, masks):
         masks = np.asarray(masks, dtype=bool)
         n, b = len(X), len(self.background)
-        out = self._ask({column: np.where(np.repeat(masks[:, j], b),
+        out = self.ask({column: np.where(np.repeat(masks[:, j], b),
                                           np.repeat(X[column].to_numpy(), b),
                                           np.tile(self.background[column].to_numpy(), n))
                          for j, column in enumerate(self.columns)})
