@@ -161,15 +161,15 @@ class Judge:
     def at_fill(self, X, masks):
         masks = np.asarray(masks, dtype=bool)
         return self.ask({column: np.where(masks[:, j], X[column].to_numpy(), self.fill[column])
-                          for j, column in enumerate(self.columns)})
+                         for j, column in enumerate(self.columns)})
 
     def in_distribution(self, X, masks):
         masks = np.asarray(masks, dtype=bool)
         n, b = len(X), len(self.background)
         out = self.ask({column: np.where(np.repeat(masks[:, j], b),
-                                          np.repeat(X[column].to_numpy(), b),
-                                          np.tile(self.background[column].to_numpy(), n))
-                         for j, column in enumerate(self.columns)})
+                                         np.repeat(X[column].to_numpy(), b),
+                                         np.tile(self.background[column].to_numpy(), n))
+                        for j, column in enumerate(self.columns)})
         return out.reshape(n, b, -1).mean(axis=1)
 
     def holds(self, full, masked):
