@@ -14,44 +14,40 @@ them (a regression: all rows):
   the model's probabilities (values) are averaged, as with shap's background data.
 
 A row holds when the masked row gets the model's answer on the full row (a regression: moves
-by at most 0.1 of the output's spread, ``check``'s default). The references: random k-column
-masks, the best global k-subset (greedy forward selection on training rows), the per-row
-greedy search at the fill (k rounds, each adding the column that most raises the probability
-of the row's answer, or least moves the value), TreeSHAP's and KernelSHAP's top k columns.
+by at most 0.1 of the output's spread, ``check``'s default). The references: random masks,
+the best global subset, the per-row greedy search at the fill, TreeSHAP's and KernelSHAP's
+top k columns.
 
     python benchmarks/bench.py mixed_tables --profile full --device cpu
     python benchmarks/bench.py mixed_tables --render benchmarks/results/mixed_tables_full.json
+    python -m benchmarks.studies.mixed_tables --cost  # what a raw table costs: cost()
 
 (``python -m benchmarks.studies.mixed_tables ARGS`` is ``bench.py mixed_tables ARGS``.)
 """
 
-import os
+import json
+import warnings
+from collections import namedtuple
+from types import SimpleNamespace
 
-for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-    os.environ.setdefault(_name, "1")
+import numpy as np
+import pandas as pd
+import torch
+from sklearn.compose import ColumnTransformer, make_column_selector
+from sklearn.ensemble import GradientBoostingRegressor, HistGradientBoostingClassifier
+from sklearn.impute import SimpleImputer
+from sklearn.model_selection import train_test_split
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import OneHotEncoder, StandardScaler
+from threadpoolctl import threadpool_limits
 
-import warnings  # noqa: E402
-from collections import namedtuple  # noqa: E402
-from types import SimpleNamespace  # noqa: E402
+from sk_sointer import L2XExplainer, MEEDExplainer, encoded_groups
 
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import torch  # noqa: E402
-from sklearn.compose import ColumnTransformer  # noqa: E402
-from sklearn.compose import make_column_selector  # noqa: E402
-from sklearn.ensemble import GradientBoostingRegressor  # noqa: E402
-from sklearn.ensemble import HistGradientBoostingClassifier  # noqa: E402
-from sklearn.impute import SimpleImputer  # noqa: E402
-from sklearn.model_selection import train_test_split  # noqa: E402
-from sklearn.pipeline import make_pipeline  # noqa: E402
-from sklearn.preprocessing import OneHotEncoder, StandardScaler  # noqa: E402
-
-from sk_sointer import L2XExplainer, MEEDExplainer, encoded_groups  # noqa: E402
-
-from ..harness import report  # noqa: E402
-from ..harness.peers import topk_of_abs  # noqa: E402
-from ..harness.study import Metric, Study, Table, percent, seeded, with_references  # noqa: E402
-from ..harness.timing import elapsed  # noqa: E402
+from ..harness import report
+from ..harness.peers import topk_of_abs
+from ..harness.study import Metric, Study, Table, percent, seeded, with_references
+from ..harness.timing import elapsed
+from .tables import greedy_forward, repaired
 
 K = 3
 SPLIT_SEED = 0
@@ -59,9 +55,6 @@ N_BACKGROUND = 32
 MIN_ANSWER_SHARE = 0.05  # answers the model gives on fewer test rows are not judged alone
 TOL = 0.1  # a regression output holds when it moves by at most TOL times its spread
 
-
-# Tables
-# ------
 
 class Source(namedtuple("Source", "label package name answer task drop answer_of",
                         defaults=((), None))):
@@ -80,10 +73,9 @@ class Source(namedtuple("Source", "label package name answer task drop answer_of
 
 
 TABLES = {
-    # "High risk": grades D to G (18 % of loans; the model answers it on about 8 % of the
-    # test rows, grades E to G alone on under 1 %). The grade is the lender's answer, so
-    # what it is derived from or what follows the loan (rate, instalment, payments, status)
-    # leaks it; the employer's title is free text with thousands of values.
+    # "High risk": grades D to G. The grade is the lender's answer, so what it is derived
+    # from or what follows the loan (rate, instalment, payments, status) leaks it; the
+    # employer's title is free text with thousands of values.
     "loans": Source("Loans (openintro): high risk", "openintro", "loans_full_schema", "grade",
                     "classification", drop=(
                         "sub_grade", "interest_rate", "installment", "balance", "paid_total",
@@ -104,16 +96,10 @@ TABLES = {
                    "regression", answer_of=lambda price: np.log10(price.to_numpy())),
 }
 
-METHODS = {
-    "random": "Random k columns",
-    "global": "Best global k-subset",
-    "search": "Per-row greedy search",
-    "shap_tree": "TreeSHAP top k (summed per column)",
-    "shap_kernel": "KernelSHAP top k (columns)",
-    "l2x": "L2X",
-    "meed": "MEED",
-    "l2x_repaired": "L2X (repair='model')",
-}
+METHODS = {"random": "Random k columns", "global": "Best global k-subset",
+           "search": "Per-row greedy search", "shap_tree": "TreeSHAP top k (summed per column)",
+           "shap_kernel": "KernelSHAP top k (columns)", "l2x": "L2X", "meed": "MEED",
+           "l2x_repaired": "L2X (repair='model')"}
 OURS = ("l2x", "meed", "l2x_repaired")
 
 PROFILES = {
@@ -141,12 +127,8 @@ def pipeline(task, seed=0):
     return make_pipeline(encoder, model)
 
 
-# Masked rows: at the fill and over background rows
-# -------------------------------------------------
-
-
-def _numbers(values):
-    return pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
+# The model on masked rows and the references
+# -------------------------------------------
 
 
 class Judge:
@@ -154,10 +136,12 @@ class Judge:
 
     def __init__(self, pipe, X_train, task, scale, seed=0):
         self.pipe, self.task, self.scale = pipe, task, scale
-        self.columns = list(X_train.columns)
-        self.dtypes = X_train.dtypes
-        self.fill = {column: X_train[column].mean() if _numbers(X_train[column])
-                     else X_train[column].mode(dropna=True).iloc[0] for column in self.columns}
+        self.columns, self.dtypes = list(X_train.columns), X_train.dtypes
+        self.fill = {}
+        for column, values in X_train.items():
+            numbers = (pd.api.types.is_numeric_dtype(values)
+                       and not pd.api.types.is_bool_dtype(values))
+            self.fill[column] = values.mean() if numbers else values.mode(dropna=True).iloc[0]
         rows = np.random.default_rng(seed).choice(len(X_train), N_BACKGROUND, replace=False)
         self.background = X_train.iloc[rows].reset_index(drop=True)
 
@@ -167,7 +151,7 @@ class Judge:
             return self.pipe.predict_proba(X)
         return self.pipe.predict(X)[:, None]
 
-    def _ask(self, columns):
+    def ask(self, columns):
         frame = pd.DataFrame({c: columns[c] for c in self.columns})
         for column in self.columns:
             if pd.api.types.is_numeric_dtype(self.dtypes[column]):
@@ -176,16 +160,16 @@ class Judge:
 
     def at_fill(self, X, masks):
         masks = np.asarray(masks, dtype=bool)
-        return self._ask({column: np.where(masks[:, j], X[column].to_numpy(), self.fill[column])
-                          for j, column in enumerate(self.columns)})
+        return self.ask({column: np.where(masks[:, j], X[column].to_numpy(), self.fill[column])
+                         for j, column in enumerate(self.columns)})
 
     def in_distribution(self, X, masks):
         masks = np.asarray(masks, dtype=bool)
         n, b = len(X), len(self.background)
-        out = self._ask({column: np.where(np.repeat(masks[:, j], b),
-                                          np.repeat(X[column].to_numpy(), b),
-                                          np.tile(self.background[column].to_numpy(), n))
-                         for j, column in enumerate(self.columns)})
+        out = self.ask({column: np.where(np.repeat(masks[:, j], b),
+                                         np.repeat(X[column].to_numpy(), b),
+                                         np.tile(self.background[column].to_numpy(), n))
+                        for j, column in enumerate(self.columns)})
         return out.reshape(n, b, -1).mean(axis=1)
 
     def holds(self, full, masked):
@@ -194,8 +178,7 @@ class Judge:
         return np.abs(masked[:, 0] - full[:, 0]) <= TOL * self.scale
 
     def closeness(self, full, masked):
-        """Higher is closer to the full row's answer: the probability of its class, or minus
-        the move of the value."""
+        """The probability of the full row's class, or minus the move of the value."""
         if self.task == "classification":
             return masked[np.arange(len(full)), full.argmax(axis=1)]
         return -np.abs(masked[:, 0] - full[:, 0])
@@ -203,55 +186,44 @@ class Judge:
 
 def per_row_search(judge, X, full, k):
     """Per row, k rounds adding the column that brings the masked row closest to its answer
-    (at the fill); all rows and candidates of a round go to the model at once."""
+    (at the fill)."""
     n, d = len(X), len(judge.columns)
-    masks = np.zeros((n, d), dtype=bool)
-    for _ in range(k):
-        candidates = np.repeat(masks, d, axis=0).reshape(n, d, d)
-        candidates[:, np.arange(d), np.arange(d)] = True
-        rows = X.iloc[np.repeat(np.arange(n), d)].reset_index(drop=True)
+    rows = X.iloc[np.repeat(np.arange(n), d)].reset_index(drop=True)
+
+    def scores(candidates):  # all rows and candidates of a round go to the model at once
         outputs = judge.at_fill(rows, candidates.reshape(n * d, d))
-        score = judge.closeness(np.repeat(full, d, axis=0), outputs).reshape(n, d)
-        score[masks] = -np.inf
-        masks[np.arange(n), score.argmax(axis=1)] = True
-    return masks.astype(np.int64)
+        return judge.closeness(np.repeat(full, d, axis=0), outputs).reshape(n, d)
+    masks = np.zeros((n, d), dtype=np.int64)
+    np.put_along_axis(masks, greedy_forward(n, d, k, scores), 1, axis=1)
+    return masks
 
 
 def global_subset(judge, X, k):
-    """The k columns kept on every row that hold on most rows of X (greedy forward)."""
+    """The k columns (ascending indices) kept on every row that hold on most rows of X
+    (greedy forward)."""
     full = judge.outputs(X)
-    n, d = len(X), len(judge.columns)
-    chosen = np.zeros(d, dtype=bool)
-    for _ in range(k):
-        best, best_score = None, -np.inf
-        for j in np.flatnonzero(~chosen):
-            mask = chosen.copy()
-            mask[j] = True
-            masked = judge.at_fill(X, np.tile(mask, (n, 1)))
-            score = judge.holds(full, masked).mean() + 1e-6 * judge.closeness(full, masked).mean()
-            if score > best_score:
-                best, best_score = j, score
-        chosen[best] = True
-    return chosen
+
+    def score(subset):
+        masked = judge.at_fill(X, np.tile(subset, (len(X), 1)))
+        return judge.holds(full, masked).mean() + 1e-6 * judge.closeness(full, masked).mean()
+    return sorted(greedy_forward(1, len(judge.columns), k,
+                                 lambda candidates: [list(map(score, candidates[0]))])[0])
 
 
-def tree_shap(pipe, X_train, X, full, task):
+def tree_shap(pipe, X_train, X, full):
     """|TreeSHAP| of the model behind the encoder, summed over each column's features, for
     the class the model answers."""
     import shap
 
-    groups = encoded_groups(pipe[:-1], X_train)
-    encoded = np.asarray(pipe[:-1].transform(X), dtype=np.float64)
-    values = shap.TreeExplainer(pipe[-1]).shap_values(encoded)
-    values = np.asarray(values)
+    values = np.asarray(shap.TreeExplainer(pipe[-1]).shap_values(
+        np.asarray(pipe[:-1].transform(X), dtype=np.float64)))
     if values.ndim == 3:  # (n, features, classes) or (classes, n, features)
         if values.shape[0] != len(X):
             values = np.moveaxis(values, 0, -1)
         values = values[np.arange(len(X)), :, full.argmax(axis=1)]
-    d = X.shape[1]
-    per_column = np.zeros((len(X), d))
-    for feature, column in enumerate(groups):
-        if column < d:
+    per_column = np.zeros((len(X), X.shape[1]))
+    for feature, column in enumerate(encoded_groups(pipe[:-1], X_train)):
+        if column < X.shape[1]:
             per_column[:, column] += values[:, feature]
     return np.abs(per_column)
 
@@ -264,13 +236,9 @@ def kernel_shap(judge, X, full, nsamples):
     d = len(judge.columns)
     scores = np.zeros((len(X), d))
     for i in range(len(X)):
-        row, answer = X.iloc[[i]], full[i]
-
-        def value(masks, row=row, answer=answer):
+        def value(masks, row=X.iloc[[i]], answer=full[i].argmax()):
             rows = row.iloc[np.zeros(len(masks), dtype=int)].reset_index(drop=True)
-            masked = judge.at_fill(rows, masks)
-            return judge.closeness(np.tile(answer, (len(masks), 1)), masked) \
-                if judge.task == "classification" else masked[:, 0]
+            return judge.at_fill(rows, masks)[:, answer]
 
         explainer = shap.KernelExplainer(value, np.zeros((1, d)))
         scores[i] = np.abs(explainer.shap_values(np.ones((1, d)), nsamples=nsamples,
@@ -302,9 +270,9 @@ def prepare(name, profile, device):
         rows = np.sort(np.random.default_rng(SPLIT_SEED).choice(len(X), profile.max_rows,
                                                                 replace=False))
         X, y = X.iloc[rows].reset_index(drop=True), np.asarray(y)[rows]
-    stratify = y if source.task == "classification" else None
-    X_train, X_test, y_train, _ = train_test_split(X, y, train_size=0.7,
-                                                   random_state=SPLIT_SEED, stratify=stratify)
+    X_train, X_test, y_train, _ = train_test_split(
+        X, y, train_size=0.7, random_state=SPLIT_SEED,
+        stratify=y if source.task == "classification" else None)
     X_train = X_train.reset_index(drop=True)
     X_test = X_test.reset_index(drop=True).iloc[:profile.n_explain].reset_index(drop=True)
     pipe = pipeline(source.task).fit(X_train, y_train)
@@ -315,15 +283,14 @@ def prepare(name, profile, device):
             explainer = cls(k=K, random_state=seed, **profile.explainer_params)
             fitted[method, seed] = elapsed(lambda: explainer.fit(X_train, black_box=pipe))
     reference = fitted["l2x", 0][0]
-    columns = list(X.columns)
-    assert list(reference.get_feature_names_out()) == columns
+    assert list(reference.get_feature_names_out()) == list(X.columns)
     scale = (1.0 if source.task == "classification"
              else float(np.ravel(reference.output_spec_.scale)[0]))
     judge = Judge(pipe, X_train, source.task, scale)
     answers = (np.full(len(X_test), "all", dtype=object) if source.task == "regression"
                else pipe.predict(X_test).astype(object))
     return SimpleNamespace(X_train=X_train, X_test=X_test, pipe=pipe, task=source.task,
-                           columns=columns, fitted=fitted, judge=judge,
+                           columns=list(X.columns), fitted=fitted, judge=judge,
                            full=judge.outputs(X_test), answers=answers,
                            check_fill=lambda X_, masks: reference.check(X_, masks).holds)
 
@@ -377,22 +344,20 @@ def measure(data, dataset, method, seed, profile, device, **context):
         return judged(data, masks, fit_s=fit_s, explain_s=explain_s)
     if method == "l2x_repaired":
         explainer, fit_s = data.fitted["l2x", seed]
-        explainer.set_params(repair="model")
-        repair, explain_s = elapsed(lambda: explainer.repair_masks(X))
-        explainer.set_params(repair=None)
+        repair, explain_s = repaired(explainer, X)
         return judged(data, repair.masks, fit_s=fit_s, explain_s=explain_s,
                       queries_per_row=float(repair.queries_per_row))
     if method == "global":
         train_rows = data.X_train.iloc[:profile.global_rows].reset_index(drop=True)
-        chosen, fit_s = elapsed(lambda: global_subset(data.judge, train_rows, k))
-        return judged(data, np.tile(chosen.astype(int), (len(X), 1)), fit_s=fit_s,
-                      subset=[data.columns[j] for j in np.flatnonzero(chosen)])
+        subset, fit_s = elapsed(lambda: global_subset(data.judge, train_rows, k))
+        masks = np.zeros((len(X), len(data.columns)), dtype=int)
+        masks[:, subset] = 1
+        return judged(data, masks, fit_s=fit_s, subset=[data.columns[j] for j in subset])
     if method == "search":
         masks, explain_s = elapsed(lambda: per_row_search(data.judge, X, data.full, k))
         return judged(data, masks, explain_s=explain_s, queries_per_row=k * len(data.columns))
     if method == "shap_tree":
-        scores, explain_s = elapsed(lambda: tree_shap(data.pipe, data.X_train, X, data.full,
-                                                      data.task))
+        scores, explain_s = elapsed(lambda: tree_shap(data.pipe, data.X_train, X, data.full))
         return judged(data, topk_of_abs(scores, k), explain_s=explain_s)
     rows = profile.kernel_rows  # shap_kernel
     scores, explain_s = elapsed(lambda: kernel_shap(data.judge, X.iloc[:rows], data.full[:rows],
@@ -421,6 +386,17 @@ def _answer_roles(records, table):
     return (ordered[0] if len(ordered) > 1 else None), ordered[-1]
 
 
+def _column_shares(records, table, method):
+    """Each column's kept share, the mean over the method's seeds (``None``: no run)."""
+    found = [r["column_shares"] for r in records if r["dataset"] == table
+             and r["method"] == method and r["metric"] == "top_column_share"]
+    return {c: np.mean([shares[c] for shares in found]) for c in found[0]} if found else None
+
+
+def _tables(records):
+    return [table for table in TABLES if any(r["dataset"] == table for r in records)]
+
+
 CELLS = {f"{role}_{where}": percent(f"{role.title()}:\n{short}", "")
          for role in ("rare", "common", "all")
          for where, short in (("fill", "fill"), ("background", "backgr."))}
@@ -431,13 +407,13 @@ def with_cells(records):
     hold by answer (rare, common, all) and where, and the top column: the one kept on most
     rows over seeds (ties: the table's first), with its mean share."""
     cells = []
-    for table in [t for t in TABLES if any(r["dataset"] == t for r in records)]:
+    for table in _tables(records):
         roles = dict(zip(("rare", "common"), _answer_roles(records, table)), all="all")
         for method in METHODS:
             mine = [r for r in records if r["dataset"] == table and r["method"] == method]
-            top = [r for r in mine if r["metric"] == "top_column_share"]
             if not mine:
                 continue
+            top = [r for r in mine if r["metric"] == "top_column_share"]
             values = {f"{role}_{where}": _mean(mine, metric="holds", answer=answer, where=where)
                       for role, answer in roles.items() if answer is not None
                       for where in ("fill", "background")}
@@ -456,20 +432,17 @@ def acceptance_lines(records, machine=None, profile=None):
     means over tables by answer (rare, common; a regression's rows count as its common
     answer), and each method's most over-kept column (kept share minus the larger of the
     search's and TreeSHAP's)."""
-    tables = [t for t in TABLES if any(r["dataset"] == t for r in records)]
     out = [report.text(STUDY.name, "acceptance"), ""]
     for where in ("fill", "background"):
         for method, peer in (("l2x", "shap_tree"), ("meed", "shap_tree"),
                              ("l2x_repaired", "search")):
             gaps, by_role = {}, {"rare": [], "common": []}
-            for table in tables:
+            for table in _tables(records):
                 rare, common = _answer_roles(records, table)
                 for role, answer in (("rare", rare), ("common", common or "all")):
-                    if answer is None:
-                        continue
                     ours, theirs = (_mean(records, dataset=table, method=name, metric="holds",
                                           answer=answer, where=where) for name in (method, peer))
-                    if ours is not None and theirs is not None:
+                    if answer is not None and ours is not None and theirs is not None:
                         gaps[f"{table}/{answer}"] = 100 * (ours - theirs)
                         by_role[role].append(100 * (ours - theirs))
             if gaps:
@@ -481,13 +454,9 @@ def acceptance_lines(records, machine=None, profile=None):
     out.append("")
     for method in OURS:
         excess = []
-        for table in tables:
-            def shares(name):
-                found = [r["column_shares"] for r in records if r["dataset"] == table
-                         and r["method"] == name and r["metric"] == "top_column_share"]
-                return {c: np.mean([f[c] for f in found]) for c in found[0]} if found else None
-
-            ours, search, tree = shares(method), shares("search"), shares("shap_tree")
+        for table in _tables(records):
+            ours, search, tree = (_column_shares(records, table, name)
+                                  for name in (method, "search", "shap_tree"))
             if ours is None or search is None or tree is None:
                 continue
             column = max(ours, key=lambda c: ours[c] - max(search[c], tree[c]))
@@ -526,9 +495,56 @@ STUDY = Study(
 )
 
 
+# What a raw table costs
+# ----------------------
+
+
+def cost(out=report.RESULTS_DIR / "table_cost.json", n_columns=20):
+    """Time L2X at its defaults on one thread, fitted with :func:`pipeline` on the loans
+    table's 10,000 rows and first ``n_columns`` columns ("high risk" the answer), and write
+    ``out``: the fit, ``transform`` of one row (median of 300 calls; against the pipeline's
+    own encoder) and of 200,000 rows (and the part reading the frame into codes),
+    ``reasons`` of 200 rows and those of the first row answered "high risk" (the user
+    guide's example)."""
+    def median_ms(func, n_calls=300):
+        for _ in range(10):
+            func()
+        return float(np.median([elapsed(func)[1] for _ in range(n_calls)]) * 1e3)
+
+    torch.set_num_threads(1)
+    with threadpool_limits(limits=1):
+        X, y = TABLES["loans"].load()
+        X = X.iloc[:, :n_columns].reset_index(drop=True)
+        pipe = pipeline("classification").fit(X, y)
+        explainer, fit_s = elapsed(lambda: L2XExplainer(k=3, random_state=0).fit(
+            X, black_box=pipe))
+        row, bulk = X.iloc[[17]], X.sample(200_000, replace=True, random_state=0)
+        bulk_s = elapsed(lambda: explainer.transform(bulk))[1]
+        reading_s = elapsed(lambda: explainer.masker_.codec.encode(bulk))[1]
+        reasons, reasons_s = elapsed(lambda: explainer.reasons(X.iloc[:200]))
+        denied = int(np.flatnonzero(pipe.predict(X.iloc[:200]) == "high risk")[0])
+        result = {
+            "rows": len(X), "columns": X.shape[1], "empty_cells": int(X.isna().sum().sum()),
+            "text_columns": int((X.dtypes == object).sum() + (X.dtypes == "str").sum()),
+            "fit_s": fit_s, "one_row_ms": median_ms(lambda: explainer.transform(row)),
+            "encoder_one_row_ms": median_ms(lambda: pipe[:-1].transform(row)),
+            "bulk_us_per_row": bulk_s / len(bulk) * 1e6,
+            "reading_us_per_row": reading_s / len(bulk) * 1e6,
+            "reasons_ms_per_row": reasons_s / 200 * 1e3,
+            "reasons_example": reasons[reasons["row"] == denied].to_string(index=False),
+            "machine": report.machine_info("cpu", threads=1)}
+    out.write_text(json.dumps(result, indent=1, default=str) + "\n", encoding="utf-8")
+    print(json.dumps({key: value for key, value in result.items()
+                      if key not in ("machine", "reasons_example")}, indent=1))
+    print(result["reasons_example"])
+
+
 if __name__ == "__main__":
     import sys
 
     from ..bench import main
 
-    main(["mixed_tables", *sys.argv[1:]])
+    if sys.argv[1:] == ["--cost"]:
+        cost()
+    else:
+        main(["mixed_tables", *sys.argv[1:]])

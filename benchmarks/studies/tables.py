@@ -1,13 +1,10 @@
-"""Real tables: our explainers against references and per-row peers, on tables that ship
-with installed packages and the black boxes people fit on them.
+"""Real tables: our explainers against references and per-row peers, on tables shipped with
+installed packages and the black boxes people fit on them.
 
 A pair is a table and a black box fitted on 70 % of its rows; its data sets are
-``table/black_box/k=K`` (k = 3 and 20 % of the features) and ``k=None``, the thresholded
-selection of REAL-X and HardKuma. Every mask set of the explained test rows is judged as
-``score`` judges an explainer's (:func:`fidelity`), by EVAL-X and by
-:func:`sk_sointer.metrics.evaluate`; :func:`with_gaps` derives our runs' gaps to the
-references and the peers and the cells failing each acceptance check (:data:`CHECKS`;
-tests/test_bench_tables.py holds the stored records to them).
+``table/black_box/k=K`` (k = 3 and 20 % of the features) and ``k=None`` (the thresholded
+selection of REAL-X and HardKuma). Every mask set is judged as ``score`` judges an
+explainer's (:func:`fidelity`), by EVAL-X and by :func:`sk_sointer.metrics.evaluate`.
 
     python benchmarks/bench.py tables --profile full --update-doc
 """
@@ -15,6 +12,7 @@ tests/test_bench_tables.py holds the stored records to them).
 import copy
 import warnings
 from collections import namedtuple
+from functools import partial
 from types import SimpleNamespace
 
 import numpy as np
@@ -42,8 +40,7 @@ from ..harness.data import EXPLAIN_SEED, TRAIN_SEED, fit_evaluator
 from ..harness.ours import build_explainer, recorded_params
 from ..harness.quality import (BREAK_EVEN, CURVE_ENTRIES, EVALUATION_METRICS, MASK_ENTRIES,
                                OUR_ENTRIES)
-from ..harness.registry import METHODS as SHARED_METHODS
-from ..harness.registry import Method
+from ..harness.registry import METHODS as SHARED_METHODS, Method
 from ..harness.study import Metric, Study, Table, percent, seeded
 from ..harness.timing import best_time, elapsed
 from ..harness.torch_net import TorchMLPClassifier
@@ -52,14 +49,18 @@ SPLIT_SEED = 0
 # L2X also with its masks judged on 16 background rows (refinement, repair), not the mean.
 OURS = ("l2x", "realx", "meed", "hardkuma", "l2x_background")
 THRESHOLDED = ("realx", "hardkuma")
-# The peers of every pair, then those of one kind of black box: TreeSHAP on the tree
-# ensembles, IntegratedGradients on the torch networks.
+# The peers of every pair, then those of one kind of black box only.
 PEERS = ("shap_kernel", "lime", "fastshap")
 TREE_PEERS = ("shap_tree", "shap_tree_path")
 TORCH_PEERS = ("integrated_gradients_mean",)
 TREE_MODELS = ("rf", "hgb", "gbr", "rf_per_output")
 TORCH_MODELS = ("torch_mlp",)
 ALL_PEERS = (*PEERS, *TREE_PEERS, *TORCH_PEERS)
+# The references (the best peer of each cell is derived from the records), ours checked
+# against the model and repaired (repair="model"), ours at k=None.
+RANDOM, GLOBAL, ORACLE, BEST_PEER = "random", "global", "oracle", "best_peer"
+REPAIRED = tuple(f"{name}_repaired" for name in OURS)
+OWN = tuple(f"{name}_thresholded" for name in THRESHOLDED)
 REGISTRY = {**SHARED_METHODS, **{method.name: method for method in [
     Method("shap_tree", "TreeSHAP (interventional, mean)", "shap",
            attribute=peers.shap_tree_interventional),
@@ -70,16 +71,11 @@ REGISTRY = {**SHARED_METHODS, **{method.name: method for method in [
            attribute=peers.integrated_gradients_mean),
     Method("l2x_background", "L2X (background=16)", "sk_sointer",
            estimator=lambda **params: L2XExplainer(background=16, **params), params_key="l2x"),
-]}}
-# The references; the best peer of each cell is derived from the records.
-RANDOM, GLOBAL, ORACLE, BEST_PEER = "random", "global", "oracle", "best_peer"
-# Ours checked against the model and repaired (repair="model"); ours at k=None.
-REPAIRED = tuple(f"{name}_repaired" for name in OURS)
-OWN = tuple(f"{name}_thresholded" for name in THRESHOLDED)
-REGISTRY.update({method.name: method for method in [
-    Method(RANDOM, "Random", "numpy", kind=RANDOM), Method(GLOBAL, "Best global subset",
-                                                           "sk_sointer", kind=GLOBAL),
+    Method(RANDOM, "Random", "numpy", kind=RANDOM),
+    Method(GLOBAL, "Best global subset", "sk_sointer", kind=GLOBAL),
     Method(ORACLE, "Per-row greedy", "sk_sointer", kind=ORACLE),
+]}}
+REGISTRY.update({method.name: method for method in [
     *(Method(f"{name}_repaired", f"{REGISTRY[name].label} + repair", "sk_sointer",
              kind="repaired") for name in OURS),
     *(Method(f"{name}_thresholded", f"{REGISTRY[name].label} (k=None)", "sk_sointer",
@@ -96,23 +92,19 @@ Source = namedtuple("Source", "label load n_features")  # load() gives (X, y)
 
 
 def _sklearn_table(loader, **params):
-    def load():
-        X, y = loader(return_X_y=True, **params)
-        return np.asarray(X, dtype=np.float64), y
-    return load
+    return partial(loader, return_X_y=True, **params)  # X of float64
 
 
-def _load_digits_two_labels():
-    # Two labels of the digit: even, and at least 5 (a multi-output black box).
+def _load_digits_two_labels():  # even, and at least 5: a multi-output black box
     X, digit = sk_datasets.load_digits(return_X_y=True)
-    return X.astype(np.float64), np.column_stack([digit % 2 == 0, digit >= 5]).astype(np.int64)
+    return X, np.column_stack([digit % 2 == 0, digit >= 5]).astype(np.int64)
 
 
 def _river_table(name):
     def load():
-        from river import datasets as river_datasets  # its files ship in the package
+        from river import datasets  # its files ship in the package
 
-        rows = list(getattr(river_datasets, name)())
+        rows = list(getattr(datasets, name)())
         X = np.array([[float(value) for value in x.values()] for x, _ in rows])
         y = np.array([label for _, label in rows])
         return X, (y.astype(np.int64) if y.dtype == bool else y)
@@ -242,8 +234,7 @@ def prepare(pair_name, profile, device):
         warnings.simplefilter("ignore", ConvergenceWarning)
         model, fit_s = elapsed(lambda: estimator.fit(X_train, y_train))
     black_box = as_black_box(model)  # the package's reading of the outputs
-    outputs = black_box.predict(X_test)
-    spec = black_box.spec
+    outputs, spec = black_box.predict(X_test), black_box.spec
     # Every mask set is judged with the masker (mean fill) and output spec of one of our
     # explainers fitted on these rows, which need no training to be built.
     judge = L2XExplainer(k=1, max_epochs=1, refine=None, random_state=TRAIN_SEED,
@@ -259,9 +250,8 @@ def prepare(pair_name, profile, device):
         "n_features": X.shape[1], "n_outputs": spec.n_outputs, "n_train": len(X_train),
         "n_test": len(X_test), "n_explain": len(X_explain), "black_box_fit_s": fit_s,
         "black_box_score": output_agreement(spec.encode(y_test, len(X_test)), outputs, spec),
-        "evalx_fit_s": pair.evaluator_fit_s,
-        "evalx_error": pair.evaluator_error, "task": spec.task,
-        "eval_x_metric": "eR2" if spec.task == "regression" else "eACC",
+        "evalx_fit_s": pair.evaluator_fit_s, "evalx_error": pair.evaluator_error,
+        "task": spec.task, "eval_x_metric": "eR2" if spec.task == "regression" else "eACC",
         "table": TABLES[table].label, "black_box": MODELS[model_name][0]}
     return pair
 
@@ -270,38 +260,22 @@ def fidelity(judge, X, masks):
     """What ``judge.score(X)`` measures, for any masks: the black box on the masked rows
     against the black box on ``X``, with the masker and output spec of ``judge``."""
     predict = judge.black_box_.predict
-    masked = predict(judge.masker_.mask_raw(X, masks))
-    return output_agreement(predict(X), masked, judge.output_spec_)
-
-
-def eval_x(pair, masks):
-    """EVAL-X's eACC (eR² for a regressor) of the masks, ``None`` without an evaluator."""
-    if pair.evaluator is None:
-        return None
-    scores = pair.evaluator.score_masks(pair.X_explain, masks)
-    return scores.get("eACC", scores.get("eR2"))
-
-
-def mask_fields(pair, masks):
-    sizes = masks.sum(axis=1)
-    return {"fidelity": fidelity(pair.judge, pair.X_explain, masks),
-            "eval_x": eval_x(pair, masks), "n_distinct_masks": len(np.unique(masks > 0, axis=0)),
-            "mean_selected": float(np.mean(sizes)), "empty_rate": float(np.mean(sizes == 0))}
+    return output_agreement(predict(X), predict(judge.masker_.mask_raw(X, masks)),
+                            judge.output_spec_)
 
 
 def judged(pair, profile, masks, entries=MASK_ENTRIES, scores=None):
-    """:func:`mask_fields` and the evaluation ``entries`` of a mask set."""
-    return {**mask_fields(pair, masks), **evaluation(pair, profile, masks, entries, scores)}
-
-
-def per_row_ms(pair, seconds):
-    return 1000 * seconds / len(pair.X_explain)
-
-
-def evaluation(pair, profile, explanation, entries, scores=None):
-    """:func:`.quality.evaluation`; masks are judged at the baseline of the pair's judge."""
-    return quality.evaluation(pair, profile, explanation, entries,
-                              baseline=pair.judge.masker_.baseline_, scores=scores)
+    """The fidelity, EVAL-X's eACC (eR² for a regressor), the sizes and the evaluation
+    ``entries`` (left-out features at the judge's baseline) of a mask set."""
+    eval_x, sizes = None, masks.sum(axis=1)
+    if pair.evaluator is not None:
+        eval_x = pair.evaluator.score_masks(pair.X_explain, masks)
+        eval_x = eval_x.get("eACC", eval_x.get("eR2"))
+    return {"fidelity": fidelity(pair.judge, pair.X_explain, masks), "eval_x": eval_x,
+            "n_distinct_masks": len(np.unique(masks > 0, axis=0)),
+            "mean_selected": float(np.mean(sizes)), "empty_rate": float(np.mean(sizes == 0)),
+            **(quality.evaluation(pair, profile, masks, entries, scores=scores,
+                                  baseline=pair.judge.masker_.baseline_) if entries else {})}
 
 
 def random_draws(pair, sizes, profile):
@@ -311,30 +285,43 @@ def random_draws(pair, sizes, profile):
             for _ in range(profile.n_random)]
 
 
-def mean_fidelity(pair, draws):
-    return float(np.mean([fidelity(pair.judge, pair.X_explain, masks) for masks in draws]))
+def greedy_forward(n_subsets, n_features, k, scores):
+    """Greedy forward selection of ``n_subsets`` subsets at once: ``k`` rounds, each adding to
+    every subset the feature whose addition ``scores`` rates highest (ties to the lower
+    index). ``scores(candidates)`` rates the boolean (subsets, features, features) candidates,
+    a subset with each feature added, as (subsets, features). The features in the order
+    added, (subsets, k)."""
+    chosen, order = np.zeros((n_subsets, n_features), dtype=bool), []
+    for _ in range(k):
+        candidates = np.repeat(chosen, n_features, axis=0).reshape(
+            n_subsets, n_features, n_features)
+        candidates[:, np.arange(n_features), np.arange(n_features)] = True
+        score = np.asarray(scores(candidates), dtype=np.float64)
+        score[chosen] = -np.inf
+        order.append(score.argmax(axis=1))
+        chosen[np.arange(n_subsets), order[-1]] = True
+    return np.stack(order, axis=1)
 
 
 def global_order(judge, X, max_k):
-    """The features in the order greedy forward selection adds them to one subset for all
-    rows of ``X``, each the one with the highest :func:`fidelity` (ties to the lower index)."""
-    predict, spec = judge.black_box_.predict, judge.output_spec_
-    n_rows, n_features = X.shape
+    """The features of the best global subset in the order :func:`greedy_forward` adds them,
+    each subset rated by its :func:`fidelity` on the rows ``X``."""
+    predict, n_rows, n_features = judge.black_box_.predict, *X.shape
     full = predict(X)
-    chosen = np.zeros(n_features, dtype=bool)
-    order = []
-    for _ in range(max_k):
-        # Every candidate subset on every row, in one query of the model.
-        candidates = np.flatnonzero(~chosen)
-        subsets = np.repeat(chosen[None], len(candidates), axis=0)
-        subsets[np.arange(len(candidates)), candidates] = True
-        masked = predict(judge.masker_.mask_raw(np.tile(X, (len(candidates), 1)),
-                                                np.repeat(subsets, n_rows, axis=0)))
-        scores = [output_agreement(full, block, spec)
-                  for block in np.split(masked, len(candidates))]
-        order.append(int(candidates[int(np.argmax(scores))]))
-        chosen[order[-1]] = True
-    return order
+
+    def scores(candidates):  # every candidate subset on every row, in one query of the model
+        masked = predict(judge.masker_.mask_raw(np.tile(X, (n_features, 1)),
+                                                np.repeat(candidates[0], n_rows, axis=0)))
+        return [[output_agreement(full, block, judge.output_spec_)
+                 for block in np.split(masked, n_features)]]
+    return [int(j) for j in greedy_forward(1, n_features, max_k, scores)[0]]
+
+
+def repaired(explainer, X):
+    """A copy of the fitted explainer checks its masks of ``X`` against the model and
+    repairs the failing rows (``repair="model"``): the repair and its seconds."""
+    explainer = copy.deepcopy(explainer).set_params(repair="model")
+    return elapsed(lambda: explainer.repair_masks(X))
 
 
 def _once(pair, key, compute):
@@ -349,15 +336,16 @@ def _once(pair, key, compute):
     return pair.cache[key]
 
 
+# How each kind of method (``Method.kind``) is measured
+# -----------------------------------------------------
+
+
 def _random(pair, dataset, method, seed, profile, device, k):  # means over the draws
-    draws = random_draws(pair, np.full(len(pair.X_explain), k), profile)
-    judged = [eval_x(pair, masks) for masks in draws]
-    reports = [evaluation(pair, profile, masks, MASK_ENTRIES) for masks in draws]
-    return {"fidelity": mean_fidelity(pair, draws),
-            "eval_x": None if judged[0] is None else float(np.mean(judged)),
-            "mean_selected": float(k), "empty_rate": 0.0,
-            **{name: float(np.mean([r[name] for r in reports])) for name in MASK_ENTRIES
-               if all(name in r for r in reports)}, "queries_per_row": 0}
+    runs = [judged(pair, profile, masks)
+            for masks in random_draws(pair, np.full(len(pair.X_explain), k), profile)]
+    return {**{name: None if runs[0][name] is None else float(np.mean([r[name] for r in runs]))
+               for name in runs[0] if name != "n_distinct_masks"
+               and all(name in run for run in runs)}, "queries_per_row": 0}
 
 
 def _global(pair, dataset, method, seed, profile, device, k):
@@ -375,30 +363,37 @@ def _peer(pair, dataset, method, seed, profile, device, k):
         warnings.simplefilter("ignore", ConvergenceWarning)
         values, setup_s, explain_s = _once(
             pair, method, lambda: REGISTRY[method].attribute(pair, profile, device))
+    # Rows sent to the black box a row: KernelSHAP's coalitions (shap's "auto": 2 d + 2048)
+    # times its 10 background rows, LIME's samples, IG's path steps, FastSHAP's one answer
+    # for its normalisation; TreeSHAP reads the trees.
+    nsamples = profile.shap_nsamples
+    queries = {"shap_kernel": 10 * (2 * pair.X_train.shape[1] + 2048 if nsamples == "auto"
+                                    else nsamples), "lime": profile.lime_num_samples,
+               "integrated_gradients_mean": 50, "fastshap": 1}.get(method, 0)
     masks = peers.topk_of_abs(values, k)
     return {**judged(pair, profile, masks, (*MASK_ENTRIES, *CURVE_ENTRIES), np.abs(values)),
-            "setup_s": setup_s, "explain_ms_per_row": per_row_ms(pair, explain_s),
-            "queries_per_row": peer_queries(method, pair, profile)}
+            "setup_s": setup_s, "explain_ms_per_row": 1000 * explain_s / len(pair.X_explain),
+            "queries_per_row": queries}
 
 
 def _oracle(pair, dataset, method, seed, profile, device, k):
     """Per row, the greedy search that queries the model itself."""
     masks, explain_s = elapsed(lambda: greedy_masks(pair.judge, pair.X_explain, k))
-    return {**judged(pair, profile, masks), "explain_ms_per_row": per_row_ms(pair, explain_s),
+    return {**judged(pair, profile, masks),
+            "explain_ms_per_row": 1000 * explain_s / len(pair.X_explain),
             # The full row's answer, then every candidate of each of the k rounds.
             "queries_per_row": 1 + sum(pair.judge.masker_.n_groups_ - j for j in range(k))}
 
 
 def _repaired(pair, dataset, method, seed, profile, device, k):
     """The explainer of the same seed, every row checked and repaired."""
-    n_rows, own = len(pair.X_explain), method.removesuffix("_repaired")
-    explainer = copy.deepcopy(pair.cache[("explainer", dataset, own, seed)])
-    explainer.set_params(repair="model")
-    repair, explain_s = elapsed(lambda: explainer.repair_masks(pair.X_explain))
-    return {**judged(pair, profile, repair.masks), "held_before": 1 - repair.n_failed / n_rows,
+    own = method.removesuffix("_repaired")
+    repair, explain_s = repaired(pair.cache[("explainer", dataset, own, seed)], pair.X_explain)
+    return {**judged(pair, profile, repair.masks),
+            "held_before": 1 - repair.n_failed / len(pair.X_explain),
             "repaired_share": repair.n_repaired / max(repair.n_failed, 1),
             "queries_per_row": repair.queries_per_row,
-            "explain_ms_per_row": per_row_ms(pair, explain_s)}
+            "explain_ms_per_row": 1000 * explain_s / len(pair.X_explain)}
 
 
 def _ours(pair, dataset, method, seed, profile, device, k):
@@ -410,18 +405,20 @@ def _ours(pair, dataset, method, seed, profile, device, k):
     pair.cache[("explainer", dataset, method, seed)] = explainer
     # Every fidelity is the share of all rows (score weighs each answer alike), read at the
     # mean; one with background rows is also read on them.
-    run = {**mask_fields(pair, masks), "fit_s": fit_s, "queries_per_row": 0,
+    run = {**judged(pair, profile, masks, entries=()), "fit_s": fit_s, "queries_per_row": 0,
            "params": recorded_params(explainer, seed=False)}
     if explainer.background_ is not None:
         check = explainer.check(pair.X_explain, masks)
         run["fidelity_background"] = output_agreement(
             check.outputs, check.masked_outputs, explainer.output_spec_)
-    run.update(evaluation(pair, profile, explainer,
-                          (*OUR_ENTRIES, "features_per_row_std") if k is None else OUR_ENTRIES))
+    run.update(quality.evaluation(
+        pair, profile, explainer,
+        (*OUR_ENTRIES, "features_per_row_std") if k is None else OUR_ENTRIES))
     run.update(quality.seed_agreement(pair.cache, (dataset, method), seed, masks))
     if k is None:
-        run["random_same_sizes"] = mean_fidelity(
-            pair, random_draws(pair, masks.sum(axis=1).astype(int), profile))
+        draws = random_draws(pair, masks.sum(axis=1).astype(int), profile)
+        run["random_same_sizes"] = float(np.mean(
+            [fidelity(pair.judge, pair.X_explain, draw) for draw in draws]))
     if seed == TRAIN_SEED:
         run["transform_us_per_row"] = 1e6 * best_time(
             lambda: explainer.transform(pair.X_timing), profile.timing_repeats, warmup=1
@@ -429,7 +426,6 @@ def _ours(pair, dataset, method, seed, profile, device, k):
     return run
 
 
-# How each kind of method (``Method.kind``) is measured.
 MEASURES = {RANDOM: _random, GLOBAL: _global, "peer": _peer, ORACLE: _oracle,
             "repaired": _repaired, "ours": _ours}
 
@@ -438,102 +434,11 @@ def measure(pair, dataset, method, seed, profile, device, k, **labels):
     return MEASURES[REGISTRY[method].kind](pair, dataset, method, seed, profile, device, k)
 
 
-def peer_queries(method, pair, profile):
-    """Rows a peer sends to the black box a row: KernelSHAP's coalitions (shap's "auto":
-    2 d + 2048) times its 10 background rows, LIME's samples, IG's path steps, FastSHAP's
-    one answer for its normalisation; TreeSHAP reads the trees."""
-    if method == "shap_kernel":
-        nsamples = profile.shap_nsamples
-        return 10 * (2 * pair.X_train.shape[1] + 2048 if nsamples == "auto" else nsamples)
-    return {"lime": profile.lime_num_samples, "integrated_gradients_mean": 50,
-            "fastshap": 1}.get(method, 0)
-
-
 # Gaps, acceptance and report
 # ---------------------------
 
 GAPS = ("gap_global", "gap_kernel_shap", "gap_best_peer", "eval_x_gap_kernel_shap",
         "gap_random", "half_distance", "gap_oracle", "eval_x_gap_unrepaired")
-
-
-def _difference(a, b):
-    return None if None in (a, b) else a - b
-
-
-def with_gaps(records):
-    """The records in table order, the best peer of each cell with k set and, for each of
-    our runs without an error (means over seeds), its :data:`GAPS`, ``dominated`` (a peer
-    over a point ahead on fidelity and EVAL-X), the break-even rows against KernelSHAP, the
-    repaired queries as a share of the search's, and one record a check of :data:`CHECKS`
-    that applies to it, 1 if it fails."""
-    summary = study.summarize(records)
-
-    def mean(dataset, method, metric):
-        entry = summary.get((dataset, method), {"error": True})
-        return None if entry["error"] else entry.get(metric)
-
-    def gap(dataset, method, other, metric="fidelity"):
-        return _difference(mean(dataset, method, metric), mean(dataset, other, metric))
-
-    def peer_scores(dataset):
-        return [(mean(dataset, peer, "fidelity"), peer, mean(dataset, peer, "eval_x"))
-                for peer in ALL_PEERS if mean(dataset, peer, "fidelity") is not None]
-
-    best = []
-    for dataset in dict.fromkeys(dataset for dataset, _ in summary):
-        if parse(dataset)[2] is not None and peer_scores(dataset):
-            fid, peer, ex = max(peer_scores(dataset))
-            best += study.records_of(STUDY, dataset, BEST_PEER, None, {
-                "fidelity": fid, "eval_x": ex, "peer": peer}, **_context(dataset))
-    order = (None, RANDOM, GLOBAL, *ALL_PEERS, BEST_PEER, *OURS, *REPAIRED, ORACLE, *OWN)
-    rank = {name: i for i, name in enumerate(order)}
-    first = {name: i for i, name in enumerate(dict.fromkeys(r["dataset"] for r in records))}
-    records = sorted(records + best, key=lambda r: (
-        first[r["dataset"]], rank.get(r["method"], len(rank))))
-    derived = []
-    for (dataset, method), entry in summary.items():
-        if method not in (*OURS, *REPAIRED, *OWN) or entry["error"]:
-            continue
-        context, fid, ex = _context(dataset), entry["fidelity"], entry.get("eval_x")
-        if method in REPAIRED:
-            search = mean(dataset, ORACLE, "queries_per_row")
-            values = {"gap_oracle": gap(dataset, method, ORACLE),
-                      "eval_x_gap_unrepaired": gap(
-                          dataset, method, method.removesuffix("_repaired"), "eval_x"),
-                      "oracle_query_share": entry["queries_per_row"] / max(search or 1, 1)}
-        elif context["k"] is None:
-            random = mean(dataset, method, "random_same_sizes")
-            values = {"gap_random": _difference(fid, random)}
-            values["half_distance"] = (None if random is None
-                                       else values["gap_random"] - 0.5 * (1 - random))
-        else:
-            values = {"gap_global": gap(dataset, method, GLOBAL),
-                      "gap_kernel_shap": gap(dataset, method, "shap_kernel"),
-                      "eval_x_gap_kernel_shap": gap(dataset, method, "shap_kernel", "eval_x")}
-            theirs = peer_scores(dataset)
-            if theirs:
-                values["gap_best_peer"] = fid - max(theirs)[0]
-                values["dominated"] = int(any(
-                    their_fid > fid + 0.01 and None not in (their_ex, ex)
-                    and their_ex > ex + 0.01 for their_fid, _, their_ex in theirs))
-            times = (entry.get("fit_s"), entry.get("transform_us_per_row"),
-                     mean(dataset, "shap_kernel", "explain_ms_per_row"))
-            values[BREAK_EVEN] = None if None in times else break_even_rows(*times)
-        derived += study.records_of(STUDY, dataset, method, None, values, **context)
-        values.update(empty_rate=entry["empty_rate"],
-                      fidelity_spread=float(np.ptp(entry["fidelity_seeds"])))
-        for name, text, methods, key, bound in CHECKS:
-            if method in methods:
-                value = values.get(key)
-                if name == "seeds" and mean(dataset, None, "n_explain") < SPREAD_ROWS:
-                    continue  # a row is a point or more of fidelity there: not held to it
-                fails = value is not None and (value < bound if "gap" in key or key ==
-                                               "half_distance" else value > bound)
-                derived += study.records_of(STUDY, dataset, method, None,
-                                            {"fails": int(fails)}, check=text, **context)
-    return records + derived
-
-
 # The acceptance checks (each cell of ours must pass every one that applies to it): name,
 # what fails it, the runs it applies to, the value it reads and its bound: a gap (and the
 # half distance) fails below it, others above.
@@ -555,10 +460,84 @@ CHECKS = (
     ("random", "HardKuma (k=None) below random masks of the same sizes",
      ("hardkuma_thresholded",), "gap_random", 0.0),
 )
-
-
 # The seed spread is judged on cells with at least this many explained rows.
 SPREAD_ROWS = 300
+
+
+def _difference(a, b):
+    return None if None in (a, b) else a - b
+
+
+def with_gaps(records):
+    """The records in table order, the best peer of each cell with k set and, for each of
+    our runs without an error (means over seeds), its :data:`GAPS`, ``dominated`` (a peer
+    over a point ahead on fidelity and EVAL-X), the break-even rows against KernelSHAP, the
+    repaired queries as a share of the search's, and one record a check of :data:`CHECKS`
+    that applies to it, 1 if it fails."""
+    summary = study.summarize(records)
+
+    def mean(dataset, method, metric="fidelity"):
+        entry = summary.get((dataset, method), {"error": True})
+        return None if entry["error"] else entry.get(metric)
+
+    def peer_scores(dataset):
+        return [(mean(dataset, peer), peer, mean(dataset, peer, "eval_x"))
+                for peer in ALL_PEERS if mean(dataset, peer) is not None]
+
+    best = []
+    for dataset in dict.fromkeys(dataset for dataset, _ in summary):
+        if parse(dataset)[2] is not None and peer_scores(dataset):
+            fid, peer, ex = max(peer_scores(dataset))
+            best += study.records_of(STUDY, dataset, BEST_PEER, None, {
+                "fidelity": fid, "eval_x": ex, "peer": peer}, **_context(dataset))
+    rank = {name: i for i, name in enumerate(
+        (None, RANDOM, GLOBAL, *ALL_PEERS, BEST_PEER, *OURS, *REPAIRED, ORACLE, *OWN))}
+    first = {name: i for i, name in enumerate(dict.fromkeys(r["dataset"] for r in records))}
+    records = sorted(records + best, key=lambda r: (
+        first[r["dataset"]], rank.get(r["method"], len(rank))))
+    derived = []
+    for (dataset, method), entry in summary.items():
+        if method not in (*OURS, *REPAIRED, *OWN) or entry["error"]:
+            continue
+        context, fid, ex = _context(dataset), entry["fidelity"], entry.get("eval_x")
+        if method in REPAIRED:
+            search = mean(dataset, ORACLE, "queries_per_row")
+            values = {"gap_oracle": _difference(fid, mean(dataset, ORACLE)),
+                      "eval_x_gap_unrepaired": _difference(ex, mean(
+                          dataset, method.removesuffix("_repaired"), "eval_x")),
+                      "oracle_query_share": entry["queries_per_row"] / max(search or 1, 1)}
+        elif context["k"] is None:
+            random = mean(dataset, method, "random_same_sizes")
+            values = {"gap_random": _difference(fid, random)}
+            values["half_distance"] = (None if random is None
+                                       else values["gap_random"] - 0.5 * (1 - random))
+        else:
+            values = {"gap_global": _difference(fid, mean(dataset, GLOBAL)),
+                      "gap_kernel_shap": _difference(fid, mean(dataset, "shap_kernel")),
+                      "eval_x_gap_kernel_shap": _difference(
+                          ex, mean(dataset, "shap_kernel", "eval_x"))}
+            theirs = peer_scores(dataset)
+            if theirs:
+                values["gap_best_peer"] = fid - max(theirs)[0]
+                values["dominated"] = int(any(
+                    their_fid > fid + 0.01 and None not in (their_ex, ex)
+                    and their_ex > ex + 0.01 for their_fid, _, their_ex in theirs))
+            times = (entry.get("fit_s"), entry.get("transform_us_per_row"),
+                     mean(dataset, "shap_kernel", "explain_ms_per_row"))
+            values[BREAK_EVEN] = None if None in times else break_even_rows(*times)
+        derived += study.records_of(STUDY, dataset, method, None, values, **context)
+        values.update(empty_rate=entry["empty_rate"],
+                      fidelity_spread=float(np.ptp(entry["fidelity_seeds"])))
+        for name, text, methods, key, bound in CHECKS:
+            if method not in methods or (
+                    name == "seeds" and mean(dataset, None, "n_explain") < SPREAD_ROWS):
+                continue  # a row is a point or more of fidelity there: no spread judged
+            value = values.get(key)
+            fails = value is not None and (value < bound if "gap" in key or key ==
+                                           "half_distance" else value > bound)
+            derived += study.records_of(STUDY, dataset, method, None,
+                                        {"fails": int(fails)}, check=text, **context)
+    return records + derived
 
 
 def fields(records, machine, profile):
