@@ -68,8 +68,8 @@ def parse_args(argv=None):
 
 
 def main(argv=None):
-    """Run the study and return its records, or with ``--render`` the tables of a results
-    file; print the tables, and with ``--update-doc`` put them into doc/benchmarks.rst."""
+    """Run the study (or ``--render`` a results file), print its tables and return its
+    records (the tables when rendering)."""
     study, args = parse_args(argv)
     if args.render:
         records, machine, profile = report.load_study_results(args.render)
@@ -86,8 +86,7 @@ def main(argv=None):
 
 
 def run(study, args):
-    """The records (with those ``--merge`` keeps), machine, profile and results file of a
-    run, saved after each measurement."""
+    """The records (with those ``--merge`` keeps), machine, profile and results file."""
     overrides = {name: getattr(args, name) for name in study.options}
     profile = study.profile(args.profile, seeds=args.seeds, datasets=args.datasets,
                             **overrides)
