@@ -87,9 +87,8 @@ def main(argv=None):
 
 def run(study, args):
     """The records (with those ``--merge`` keeps), machine, profile and results file."""
-    overrides = {name: getattr(args, name) for name in study.options}
     profile = study.profile(args.profile, seeds=args.seeds, datasets=args.datasets,
-                            **overrides)
+                            **{name: getattr(args, name) for name in study.options})
     methods = args.methods or list(study.default_methods or study.methods)
     if args.no_peers:
         methods = [name for name in methods if name not in METHODS or METHODS[name].amortized]

@@ -82,13 +82,11 @@ def fit_mlp(X, y, hidden):
 class OneLabel(ClassifierMixin, BaseEstimator):
     """One label of a fitted multi-label classifier as a binary classifier of ``[1 - p, p]``."""
 
+    classes_ = np.array([0, 1])
+
     def __init__(self, model=None, label=0):
         self.model = model
         self.label = label
-
-    @property
-    def classes_(self):
-        return np.array([0, 1])
 
     def fit(self, X, y=None):
         return self

@@ -39,8 +39,8 @@ def run_amortized(method, spec, data, profile, device):
 
 
 def fit_and_explain(explainer, X_train, black_box, X_explain):
-    """The masks of ``X_explain`` after fitting on ``X_train``, the fit seconds and the
-    milliseconds a row of ``transform`` (best of 3)."""
+    """The masks of ``X_explain`` after fitting on ``X_train``, with the fit seconds and the
+    milliseconds a row of ``transform``."""
     fit_s = elapsed(lambda: explainer.fit(X_train, black_box=black_box))[1]
     masks = explainer.transform(X_explain)
     explain_s = best_time(lambda: explainer.transform(X_explain), 3, warmup=0)

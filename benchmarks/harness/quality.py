@@ -1,5 +1,4 @@
-"""How masks are judged: ground truth, post-hoc accuracy, EVAL-X and
-:func:`sk_sointer.metrics.evaluate`'s report."""
+"""How masks are judged: ground truth, post-hoc accuracy, EVAL-X, ``metrics.evaluate``."""
 
 import numpy as np
 
@@ -60,9 +59,8 @@ def binary_proba(data):
 
 
 def evaluation(data, profile, explanation, entries, *, baseline=None, scores=None):
-    """The ``entries`` of :func:`sk_sointer.metrics.evaluate` on the explained rows, of an
-    explainer (its own masks, baseline and black box) or of masks (left-out features at
-    ``baseline``, ``data.model`` queried, the curves along ``scores``)."""
+    """The ``entries`` of ``metrics.evaluate`` on the explained rows, of an explainer (its own
+    masks, baseline and black box) or of masks (at ``baseline``, the curves along ``scores``)."""
     own = hasattr(explanation, "masker_")
     report = metrics.evaluate(
         explanation, None if own else data.model, data.X_explain,

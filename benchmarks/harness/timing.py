@@ -1,5 +1,4 @@
-"""Wall-clock timing (best-of-n times, the cost of ``transform`` over a bare forward pass) and
-the rise of host memory during a call (Linux's ``/proc``)."""
+"""Wall-clock timing and the rise of host memory during a call (Linux's ``/proc``)."""
 
 import ctypes
 import gc
