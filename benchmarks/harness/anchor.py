@@ -1,9 +1,10 @@
 """The anchors: each method's training as a plain torch loop, to measure the package's cost.
 
 The explainer's networks (its own factories, seeded as ``fit`` seeds them) and budget, the
-method's arithmetic and nothing else, from public names of sk_sointer only. Covered: one
-categorical output given as probabilities, no groups, the ``"mean"`` baseline, REAL-X's
-``"sequential"`` schedule.
+method's arithmetic and nothing else (device-resident tensors, the loss read once an epoch),
+from public names of sk_sointer only, so that it never runs the code it is measured against.
+Covered: one categorical output given as probabilities, no groups, the ``"mean"`` baseline,
+REAL-X's ``"sequential"`` schedule.
 """
 
 import math

@@ -122,13 +122,12 @@ def mlp_to_torch(model, *, label=None):
     activation = {"relu": nn.ReLU, "tanh": nn.Tanh, "logistic": nn.Sigmoid,
                   "identity": nn.Identity}[model.activation]
     layers = []
-    for weight, bias in zip(model.coefs_, model.intercepts_):
+    for i, (weight, bias) in enumerate(zip(model.coefs_, model.intercepts_)):
         linear = nn.Linear(*weight.shape)
         with torch.no_grad():
             linear.weight.copy_(torch.as_tensor(weight.T))  # sklearn computes X @ W
             linear.bias.copy_(torch.as_tensor(bias))
-        layers += [linear, activation()]
-    layers.pop()  # no hidden activation after the output layer
+        layers += [linear, activation()] if i < len(model.coefs_) - 1 else [linear]
     if model.out_activation_ == "softmax":
         layers.append(nn.Softmax(dim=1))
     elif model.out_activation_ == "logistic" and (model.n_outputs_ == 1 or label is not None):

@@ -117,11 +117,12 @@ def grid_table(title, header, rows):
     """An RST grid table under a ``table`` directive; a newline in a cell starts a new line."""
     split = [[cell.split("\n") for cell in row] for row in [header, *rows]]
     widths = [max(len(text) for cell in column for text in cell) for column in zip(*split)]
-    body = ["+" + "+".join("-" * (width + 2) for width in widths) + "+"]
+    rule = "+" + "+".join("-" * (width + 2) for width in widths) + "+"
+    body = [rule]
     for i, cells in enumerate(split):
         body += ["|" + "|".join(f" {text:<{width}} " for text, width in zip(texts, widths)) + "|"
                  for texts in itertools.zip_longest(*cells, fillvalue="")]
-        body.append(body[0].replace("-", "=") if i == 0 else body[0])
+        body.append(rule.replace("-", "=") if i == 0 else rule)  # "=" under the header
     return [f".. table:: {title}", "", *("   " + text for text in body)]
 
 
@@ -149,9 +150,8 @@ def replace_between_markers(text, block, start_marker=README_START, end_marker=R
         start = stripped.index(start_marker)
         end = stripped.index(end_marker, start + 1)
     except ValueError:
-        raise ValueError(
-            f"The README needs a line {start_marker!r} followed by a line {end_marker!r}."
-        ) from None
+        raise ValueError(f"The README needs a line {start_marker!r} followed by a line "
+                         f"{end_marker!r}.") from None
     return "".join(lines[: start + 1]) + "\n" + block.rstrip("\n") + "\n\n" + "".join(lines[end:])
 
 

@@ -80,9 +80,10 @@ class Table:
 class Study:
     """What a study measures.
 
-    - ``prepare(name, profile, device)``: what the methods share on a data set (or on all of
-      one ``share(dataset)``); ``measure(data, dataset, method, seed, profile, device,
-      **context)``: a dict (numbers are metrics, the rest context) or a list of records;
+    - ``datasets(profile)``: data set names; ``prepare(name, profile, device)``: what the
+      methods share on one (or on all of one ``share(dataset)``); ``measure(data, dataset,
+      method, seed, profile, device, **context)``: a dict (numbers are metrics, the rest
+      context) or a list of records;
     - ``cases(dataset, methods, profile)``: its ``(method, context)`` pairs; ``seeds(dataset,
       method, profile)``; ``dataset_values(data, dataset)``: metrics with ``method=None``;
     - ``options``: command-line options over profile values; ``spread``: ``"sd"``, ``"std"``,
