@@ -68,8 +68,8 @@ def parse_args(argv=None):
 
 
 def main(argv=None):
-    """Run the study and return its records, or with ``--render`` the tables of a results
-    file; print the tables, and with ``--update-doc`` put them into doc/benchmarks.rst."""
+    """Run the study (or ``--render`` a results file), print its tables and return its
+    records (the tables when rendering)."""
     study, args = parse_args(argv)
     if args.render:
         records, machine, profile = report.load_study_results(args.render)
@@ -86,11 +86,9 @@ def main(argv=None):
 
 
 def run(study, args):
-    """The records (with those ``--merge`` keeps), machine, profile and results file of a
-    run, saved after each measurement."""
-    overrides = {name: getattr(args, name) for name in study.options}
+    """The records (with those ``--merge`` keeps), machine, profile and results file."""
     profile = study.profile(args.profile, seeds=args.seeds, datasets=args.datasets,
-                            **overrides)
+                            **{name: getattr(args, name) for name in study.options})
     methods = args.methods or list(study.default_methods or study.methods)
     if args.no_peers:
         methods = [name for name in methods if name not in METHODS or METHODS[name].amortized]

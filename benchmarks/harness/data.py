@@ -1,12 +1,12 @@
 """The synthetic data sets, their black box and its torch copy, and the EVAL-X evaluator."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.neural_network import MLPClassifier
-from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
 from sk_sointer import datasets, metrics
@@ -19,8 +19,7 @@ TRAIN_SEED, EXPLAIN_SEED, TIMING_SEED, BLACK_BOX_SEED = 0, 1, 2, 3
 
 @dataclass(frozen=True)
 class DatasetSpec:
-    """A synthetic data set and the k its masks are judged with; the encoding probe
-    (``probe``) reuses the rows and black box of its ``base``."""
+    """A synthetic data set and its k; an encoding ``probe`` reuses the data of its ``base``."""
 
     name: str
     label: str
@@ -61,39 +60,33 @@ DATASETS = {
     ]
 }
 
-# Seed of the scale study's rows, and the features their label depends on.
-DATA_SEED, N_RELEVANT = 0, 4
+N_RELEVANT = 4  # the features the scale study's label depends on
 
 
-def make_rows(n_rows, n_features, seed=DATA_SEED):
-    """N(0, 1) float32 rows (drawn so, never in a float64 draft of twice the memory) and the
-    two-column probabilities of ``P(y = 1 | x) = sigmoid(2 x0 x1 + x2 - x3)``."""
+def make_rows(n_rows, n_features, seed=0):
+    """N(0, 1) float32 rows (never a float64 draft of twice the memory) and the two-column
+    probabilities of ``P(y = 1 | x) = sigmoid(2 x0 x1 + x2 - x3)``."""
     if n_features < N_RELEVANT:
         raise ValueError(f"n_features should be >= {N_RELEVANT}; got {n_features}.")
     X = np.random.default_rng(seed).standard_normal((n_rows, n_features), dtype=np.float32)
-    logit = 2 * X[:, 0] * X[:, 1] + X[:, 2] - X[:, 3]
-    proba = 1 / (1 + np.exp(-logit))
+    proba = 1 / (1 + np.exp(-(2 * X[:, 0] * X[:, 1] + X[:, 2] - X[:, 3])))
     return X, np.column_stack([1 - proba, proba]).astype(np.float32)
 
 
 def fit_mlp(X, y, hidden):
-    """An early-stopped ``MLPClassifier`` with ``hidden`` layers fitted on ``(X, y)``, and the
-    seconds of its fit."""
+    """An early-stopped ``MLPClassifier`` fitted on ``(X, y)``, and its fit seconds."""
     return elapsed(lambda: MLPClassifier(hidden_layer_sizes=hidden, early_stopping=True,
                                          random_state=TRAIN_SEED).fit(X, y))
 
 
 class OneLabel(ClassifierMixin, BaseEstimator):
-    """One label of a fitted multi-label classifier as a binary classifier: ``predict_proba``
-    gives ``[1 - p, p]``, ``predict`` 1 where ``p > 0.5`` (as a multi-label ``predict``)."""
+    """One label of a fitted multi-label classifier as a binary classifier of ``[1 - p, p]``."""
+
+    classes_ = np.array([0, 1])
 
     def __init__(self, model=None, label=0):
         self.model = model
         self.label = label
-
-    @property
-    def classes_(self):
-        return np.array([0, 1])
 
     def fit(self, X, y=None):
         return self
@@ -106,11 +99,8 @@ class OneLabel(ClassifierMixin, BaseEstimator):
         return (self.predict_proba(X)[:, 1] > 0.5).astype(np.int64)
 
 
-_ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "logistic": nn.Sigmoid, "identity": nn.Identity}
-
-
 class _BinaryProba(nn.Module):
-    """``[1 - p, p]`` from the logistic output unit ``column``."""
+    """``[1 - p, p]`` of the logistic output unit ``column``."""
 
     def __init__(self, column=0):
         super().__init__()
@@ -122,27 +112,22 @@ class _BinaryProba(nn.Module):
 
 
 def one_logit(model, column):
-    """A binary classifier of the logistic output ``column`` of the torch ``model`` (a pixel
-    of a segmentation network): its ``[1 - p, p]``."""
+    """The ``[1 - p, p]`` of the logistic output ``column`` of a torch ``model`` (a pixel)."""
     return nn.Sequential(model, _BinaryProba(column))
 
 
 def mlp_to_torch(model, *, label=None):
-    """A float32 ``torch.nn.Sequential`` computing a fitted ``MLPClassifier``'s
-    ``predict_proba`` (captum needs a torch model); for a multi-label one, the ``[1 - p, p]``
-    of the label ``label``."""
-    check_is_fitted(model)
-    if not isinstance(model, MLPClassifier):
-        raise TypeError(f"mlp_to_torch needs a fitted MLPClassifier; got {type(model).__name__}.")
+    """A fitted ``MLPClassifier``'s ``predict_proba`` as a float32 torch network (for captum);
+    of a multi-label one, the ``[1 - p, p]`` of ``label``."""
+    activation = {"relu": nn.ReLU, "tanh": nn.Tanh, "logistic": nn.Sigmoid,
+                  "identity": nn.Identity}[model.activation]
     layers = []
     for i, (weight, bias) in enumerate(zip(model.coefs_, model.intercepts_)):
         linear = nn.Linear(*weight.shape)
         with torch.no_grad():
             linear.weight.copy_(torch.as_tensor(weight.T))  # sklearn computes X @ W
             linear.bias.copy_(torch.as_tensor(bias))
-        layers.append(linear)
-        if i < len(model.coefs_) - 1:
-            layers.append(_ACTIVATIONS[model.activation]())
+        layers += [linear, activation()] if i < len(model.coefs_) - 1 else [linear]
     if model.out_activation_ == "softmax":
         layers.append(nn.Softmax(dim=1))
     elif model.out_activation_ == "logistic" and (model.n_outputs_ == 1 or label is not None):
@@ -158,8 +143,7 @@ def mlp_to_torch(model, *, label=None):
 
 def train_torch(make_model, X, y, epochs, seed=TRAIN_SEED, *, batch_size=64, lr=1e-3,
                 weight_decay=0):
-    """``make_model()`` (built after seeding torch) trained on its ``logits`` by
-    cross-entropy with Adam on mini-batches; in eval mode."""
+    """``make_model()``, built after seeding torch, trained on its ``logits`` with Adam."""
     torch.manual_seed(seed)
     model = make_model()
     optimizer = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
@@ -173,8 +157,7 @@ def train_torch(make_model, X, y, epochs, seed=TRAIN_SEED, *, batch_size=64, lr=
 
 
 def check_torch_copy(model, net, X, *, atol=1e-5):
-    """The largest gap between the torch copy's probabilities and ``predict_proba``; raise
-    above ``atol``."""
+    """The largest gap between the torch copy and ``predict_proba``; raise above ``atol``."""
     with torch.inference_mode():
         copied = net(torch.as_tensor(X, dtype=torch.float32)).numpy()
     gap = float(np.max(np.abs(copied - model.predict_proba(X))))
@@ -183,34 +166,13 @@ def check_torch_copy(model, net, X, *, atol=1e-5):
     return gap
 
 
-@dataclass
-class Prepared:
-    """What every method of a data set shares; ``proba_explain`` is the generator's
-    P(y = 1 | x), ``cache`` what later measurements compare with (other seeds' masks)."""
-
-    X_train: np.ndarray
-    X_explain: np.ndarray
-    y_explain: np.ndarray
-    proba_explain: np.ndarray
-    relevant_explain: np.ndarray
-    X_timing: np.ndarray
-    model: MLPClassifier
-    torch_model: nn.Module
-    black_box_fit_s: float
-    black_box_acc: float
-    evaluator: object = None
-    evaluator_fit_s: float = None
-    evaluator_error: str = None
-    cache: dict = field(default_factory=dict)
-
-
 def prepare(spec, profile, device, needs_evaluator):
-    """Draw the rows of ``spec``, train its black box (an MLP on sampled labels) and, if
-    asked, its EVAL-X evaluator."""
+    """What the methods share on ``spec``: its rows, its black box (an MLP on sampled labels),
+    if asked its EVAL-X evaluator; ``proba_explain``: the generator's P(y = 1 | x), ``cache``:
+    what later measurements compare with (other seeds' masks)."""
     X_train, y_train, _ = spec.draw(profile.n_train, TRAIN_SEED)
-    X_explain, y_explain, relevant, proba_explain = spec.draw(
-        profile.n_explain, EXPLAIN_SEED, return_proba=True
-    )
+    X_explain, y_explain, relevant, proba_explain = spec.draw(profile.n_explain, EXPLAIN_SEED,
+                                                              return_proba=True)
     X_timing, _, _ = spec.draw(profile.n_timing, TIMING_SEED)
     if profile.n_black_box:
         X_black_box, y_black_box, _ = spec.draw(profile.n_black_box, BLACK_BOX_SEED)
@@ -219,22 +181,21 @@ def prepare(spec, profile, device, needs_evaluator):
     model, fit_s = fit_mlp(X_black_box, y_black_box, (200, 200, 200))
     torch_model = mlp_to_torch(model)
     check_torch_copy(model, torch_model, X_explain)
-    data = Prepared(
+    data = SimpleNamespace(
         X_train=X_train, X_explain=X_explain, y_explain=y_explain, proba_explain=proba_explain,
         relevant_explain=relevant, X_timing=X_timing, model=model,
         torch_model=torch_model.to(device), black_box_fit_s=fit_s,
-        black_box_acc=float(np.mean(model.predict(X_explain) == y_explain)))
+        black_box_acc=float(np.mean(model.predict(X_explain) == y_explain)), evaluator=None,
+        evaluator_fit_s=None, evaluator_error=None, cache={})
     if needs_evaluator:
         fit_evaluator(data, profile, device)
     return data
 
 
 def fit_evaluator(data, profile, device):
-    """Fit the EVAL-X evaluator of ``data`` and store it and its fit seconds, or its error,
-    in ``data``."""
-    evaluator = metrics.EvalXEvaluator(
-        random_state=TRAIN_SEED, device=str(device), **profile.params_for("evalx")
-    )
+    """Store the fitted EVAL-X evaluator of ``data`` and its seconds, or its error, in it."""
+    evaluator = metrics.EvalXEvaluator(random_state=TRAIN_SEED, device=str(device),
+                                       **profile.params_for("evalx"))
     try:
         data.evaluator_fit_s = elapsed(lambda: evaluator.fit(data.X_train,
                                                              black_box=data.model))[1]

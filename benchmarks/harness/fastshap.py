@@ -19,50 +19,51 @@ from .peers import combine_outputs, explained_outputs
 N_SUBSETS, EPOCHS, BATCH_SIZE, HIDDEN = 32, 200, 64, 128
 
 
-def shapley_subsets(rng, n_rows, n_features, n_subsets):
-    """``(n_rows, n_subsets, n_features)`` bool, in pairs: a size drawn with
-    ``p(s) ∝ (d - 1) / (s (d - s))``, a uniform subset of that size, then its complement."""
-    sizes = np.arange(1, n_features)
-    weights = (n_features - 1) / (sizes * (n_features - sizes))
-    n_pairs = n_subsets // 2
-    drawn = rng.choice(sizes, size=(n_rows, n_pairs), p=weights / weights.sum())
-    ranks = rng.rand(n_rows, n_pairs, n_features).argsort(axis=2).argsort(axis=2)
-    subsets = ranks < drawn[..., None]
-    return np.concatenate([subsets, ~subsets], axis=1)
-
-
-def _values(outputs, rows):
-    return np.hstack([np.asarray(output.values(rows), dtype=np.float64) for output in outputs])
-
-
 def fastshap(data, profile, device):
     """FastSHAP's attributions of the explained rows, of each output's explained column."""
     X_train, X = data.X_train, data.X_explain
     outputs = explained_outputs(data.model, X)
+
+    def values(rows):
+        return np.hstack([np.asarray(output.values(rows), dtype=np.float64)
+                          for output in outputs])
+
     rng = np.random.RandomState(EXPLAIN_SEED)
     torch.manual_seed(EXPLAIN_SEED)
     start = time.perf_counter()
     mean = X_train.mean(axis=0)
     scale = np.where(X_train.std(axis=0) > 0, X_train.std(axis=0), 1.0)
     n_rows, n_features = X_train.shape
-    subsets = shapley_subsets(rng, n_rows, n_features, N_SUBSETS)
+    # Pairs of subsets a row: a size drawn with p(s) ∝ (d - 1) / (s (d - s)), a uniform
+    # subset of that size, then its complement.
+    sizes = np.arange(1, n_features)
+    weights = (n_features - 1) / (sizes * (n_features - sizes))
+    drawn = rng.choice(sizes, size=(n_rows, N_SUBSETS // 2), p=weights / weights.sum())
+    ranks = rng.rand(n_rows, N_SUBSETS // 2, n_features).argsort(axis=2).argsort(axis=2)
+    subsets = ranks < drawn[..., None]
+    subsets = np.concatenate([subsets, ~subsets], axis=1)
     filled = np.where(subsets, X_train[:, None, :], mean).reshape(-1, n_features)
-    empty = _values(outputs, mean[None])[0]
-    gains = (_values(outputs, filled).reshape(n_rows, N_SUBSETS, -1) - empty)
-    totals = _values(outputs, X_train) - empty
+    empty = values(mean[None])[0]
+    gains = (values(filled).reshape(n_rows, N_SUBSETS, -1) - empty)
+    totals = values(X_train) - empty
     # The value gains in units of their spread, so that a regressor trains as a classifier.
     unit = max(float(np.abs(totals).std()), 1e-12)
     n_columns = totals.shape[1]
     net = nn.Sequential(nn.Linear(n_features, HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, HIDDEN),
                         nn.ReLU(), nn.Linear(HIDDEN, n_features * n_columns)).to(device)
+
+    def phi(rows, total):
+        """The attributions plus an equal share a feature of what they leave of ``total``."""
+        out = net(rows).view(len(rows), n_features, n_columns)
+        return out + ((total - out.sum(dim=1)) / n_features).unsqueeze(1)
+
     tensors = [torch.as_tensor(a, dtype=torch.float32, device=device) for a in
                ((X_train - mean) / scale, subsets, gains / unit, totals / unit)]
     optimizer = torch.optim.Adam(net.parameters(), lr=1e-3)
     for _ in range(EPOCHS):
         for batch in torch.randperm(n_rows, device=device).split(BATCH_SIZE):
             rows, kept, gain, total = (t[batch] for t in tensors)
-            phi = _normalised(net(rows).view(len(batch), n_features, n_columns), total)
-            loss = ((kept @ phi - gain) ** 2).mean()
+            loss = ((kept @ phi(rows, total) - gain) ** 2).mean()
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -70,17 +71,11 @@ def fastshap(data, profile, device):
     start = time.perf_counter()
     with torch.no_grad():
         rows = torch.as_tensor((X - mean) / scale, dtype=torch.float32, device=device)
-        total = torch.as_tensor((_values(outputs, X) - empty) / unit, dtype=torch.float32,
-                                device=device)
-        phi = _normalised(net(rows).view(len(X), n_features, n_columns), total).cpu().numpy()
+        total = torch.as_tensor((values(X) - empty) / unit, dtype=torch.float32, device=device)
+        attributions = phi(rows, total).cpu().numpy()
     explain_s = time.perf_counter() - start
     per_output, first = [], 0
     for output in outputs:
-        per_output.append(phi[np.arange(len(X)), :, first + output.columns])
+        per_output.append(attributions[np.arange(len(X)), :, first + output.columns])
         first += np.asarray(output.values(X[:1])).shape[1]
     return combine_outputs(per_output), setup_s, explain_s
-
-
-def _normalised(phi, total):
-    """``phi`` plus an equal share a feature of what it leaves unexplained of ``total``."""
-    return phi + ((total - phi.sum(dim=1)) / phi.shape[1]).unsqueeze(1)

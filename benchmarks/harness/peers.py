@@ -1,11 +1,11 @@
 """The per-row peers: shap's KernelExplainer and TreeExplainer, LIME and captum.
 
 An attribution function takes ``(data, profile, device)`` and returns the attributions of
-the explained rows, the seconds spent before the first row and the seconds spent explaining
-them; a peer's mask is the top-k of ``|attribution|``. Each explains one class a row
-(:func:`explained_classes`), each output of a multi-output model in turn.
+the explained rows, the seconds before the first row and those explaining them; a peer's
+mask is the top-k of ``|attribution|``. Each explains one class a row, of every output.
 """
 
+import functools
 from dataclasses import dataclass
 from typing import Callable
 
@@ -24,15 +24,13 @@ def explained_classes(model, X):
 
 
 def _explained_columns(proba):
-    if proba.shape[1] == 2:
-        return np.ones(len(proba), dtype=np.int64)
-    return proba.argmax(axis=1)
+    return np.ones(len(proba), dtype=np.int64) if proba.shape[1] == 2 else proba.argmax(axis=1)
 
 
 @dataclass(frozen=True)
 class ExplainedOutput:
-    """One output of a model: ``values(rows)``, a matrix (class probabilities, or the
-    prediction as one column), and the column explained in each explained row."""
+    """One output of a model: ``values(rows)`` (class probabilities, or the prediction as one
+    column) and the column explained in each explained row."""
 
     values: Callable
     columns: np.ndarray
@@ -43,34 +41,29 @@ class ExplainedOutput:
 
 
 def explained_outputs(model, X):
-    """What the peers explain of ``model`` in the rows ``X``, an entry per output: a
-    classifier's probability of the :func:`explained_classes`, a regressor's prediction."""
-    if is_classifier(model):
-        proba = model.predict_proba(X)
-        if not isinstance(proba, list):
-            return [ExplainedOutput(model.predict_proba, _explained_columns(proba), False)]
-        # One probability matrix per output (MultiOutputClassifier, forests).
-        return [ExplainedOutput(lambda rows, i=i: model.predict_proba(rows)[i],
-                                _explained_columns(np.asarray(block)), False)
-                for i, block in enumerate(proba)]
-    n_outputs = _predictions(model, X[:1]).shape[1]
-    return [ExplainedOutput(lambda rows, j=j: _predictions(model, rows)[:, [j]],
-                            np.zeros(len(X), dtype=np.int64), True)
-            for j in range(n_outputs)]
-
-
-def _predictions(model, rows):
-    return np.asarray(model.predict(rows)).reshape(len(rows), -1)
+    """What the peers explain of ``model`` in the rows ``X``, an entry per output."""
+    if not is_classifier(model):
+        def predict(rows):
+            return np.asarray(model.predict(rows)).reshape(len(rows), -1)
+        return [ExplainedOutput(lambda rows, j=j: predict(rows)[:, [j]],
+                                np.zeros(len(X), dtype=np.int64), True)
+                for j in range(predict(X[:1]).shape[1])]
+    proba = model.predict_proba(X)
+    if not isinstance(proba, list):
+        return [ExplainedOutput(model.predict_proba, _explained_columns(proba), False)]
+    # One probability matrix per output (MultiOutputClassifier, forests).
+    return [ExplainedOutput(lambda rows, i=i: model.predict_proba(rows)[i],
+                            _explained_columns(np.asarray(block)), False)
+            for i, block in enumerate(proba)]
 
 
 def combine_outputs(per_output):
-    """One output's attributions as they are; of several, each output's ``|attribution|`` as
-    a share of its row's total, summed, so that every output weighs the same."""
+    """One output's attributions; of several, each one's ``|attribution|`` as a share of its
+    row's total, summed, so that every output weighs the same."""
     if len(per_output) == 1:
         return per_output[0]
-    shares = [np.abs(a) / np.maximum(np.abs(a).sum(axis=1, keepdims=True), 1e-12)
-              for a in per_output]
-    return np.sum(shares, axis=0)
+    return np.sum([np.abs(a) / np.maximum(np.abs(a).sum(axis=1, keepdims=True), 1e-12)
+                   for a in per_output], axis=0)
 
 
 def topk_of_abs(attributions, k):
@@ -82,8 +75,7 @@ def topk_of_abs(attributions, k):
 
 
 def random_present(rows, k, seed):
-    """k of each row's own words or tokens (its entries above 0) at random, all of them when
-    it has fewer."""
+    """k of each row's entries above 0 (its words or tokens) at random, all if it has fewer."""
     draws = np.random.default_rng(seed).random(rows.shape)
     return topk_of_abs(np.where(rows > 0, 1.0 + draws, 0.0), k)
 
@@ -97,8 +89,8 @@ def run_peer(method, spec, data, profile, device):
 
 
 def _each_output(data, setup, explain, *, seed_numpy=False):
-    """Time ``setup(outputs)`` (an explainer an output), then ``explain(output, explainer)``
-    (its attributions) over the outputs; their :func:`combine_outputs` and both times."""
+    """The combined ``explain(output, explainer)`` of the explainers of ``setup(outputs)``, and
+    the seconds of both."""
     outputs = explained_outputs(data.model, data.X_explain)
     explainers, setup_s = elapsed(lambda: setup(outputs))
     if seed_numpy:  # shap's KernelExplainer samples coalitions from numpy's generator
@@ -133,7 +125,6 @@ def shap_kernel(data, profile, device):
 def lime_tabular(data, profile, device):
     """LIME's tabular explainer, one row at a time."""
     from lime.lime_tabular import LimeTabularExplainer
-
     X = data.X_explain
 
     def explain(output, explainer):
@@ -141,10 +132,9 @@ def lime_tabular(data, profile, device):
         # Regression takes one prediction a row, classification every class's probability.
         predict = output.column(0) if output.regression else output.values
         for i, (row, c) in enumerate(zip(X, output.columns.tolist())):
-            explanation = explainer.explain_instance(
-                row, predict, num_features=X.shape[1], labels=(c,),
-                num_samples=profile.lime_num_samples,
-            )
+            explanation = explainer.explain_instance(row, predict, num_features=X.shape[1],
+                                                     labels=(c,),
+                                                     num_samples=profile.lime_num_samples)
             # A regression explanation is under key 1 (key 0 holds it negated).
             for j, weight in explanation.as_map()[1 if output.regression else c]:
                 attributions[i, j] = weight
@@ -156,24 +146,23 @@ def lime_tabular(data, profile, device):
         for output in outputs], explain)
 
 
-def _shap_tree(data, perturbation):
+def _shap_tree(perturbation, data, profile, device):
     """shap's TreeExplainer, ``"interventional"`` (the training mean as the one background
     row: the mean fill of every fidelity here; probabilities where shap has them) or
     ``"tree_path_dependent"`` (the trees' own cover, raw outputs)."""
     import shap
-
     X, model = data.X_explain, data.model
 
-    def setup(outputs):
+    def tree_explainer(tree):
         params = {"feature_perturbation": perturbation}
         if perturbation == "interventional":
             params["data"] = data.X_train.mean(axis=0, keepdims=True)
             if is_classifier(model):
                 params["model_output"] = "probability"
-        # One tree ensemble an output (a MultiOutputClassifier's estimators).
-        trees = list(getattr(model, "estimators_", None) or [model]) \
-            if type(model).__name__ == "MultiOutputClassifier" else [model]
-        return [_tree_explainer(shap, tree, params) for tree in trees]
+        try:
+            return shap.TreeExplainer(tree, **params)
+        except NotImplementedError:  # a multi-class HistGradientBoostingClassifier: raw scores
+            return shap.TreeExplainer(tree, **{**params, "model_output": "raw"})
 
     def explain(output, explainer):
         values = np.asarray(explainer.shap_values(X, check_additivity=False))
@@ -181,31 +170,21 @@ def _shap_tree(data, perturbation):
             values = values[np.arange(len(X)), :, output.columns]
         return values.reshape(X.shape)
 
-    return _each_output(data, setup, explain)
+    # One tree ensemble an output (a MultiOutputClassifier's estimators).
+    trees = list(getattr(model, "estimators_", None) or [model]) \
+        if type(model).__name__ == "MultiOutputClassifier" else [model]
+    return _each_output(data, lambda outputs: [tree_explainer(tree) for tree in trees],
+                        explain)
 
 
-def _tree_explainer(shap, tree, params):
-    try:
-        return shap.TreeExplainer(tree, **params)
-    except NotImplementedError:  # a multi-class HistGradientBoostingClassifier: raw scores
-        return shap.TreeExplainer(tree, **{**params, "model_output": "raw"})
-
-
-def shap_tree_interventional(data, profile, device):
-    """TreeSHAP, interventional, the training mean as the background."""
-    return _shap_tree(data, "interventional")
-
-
-def shap_tree_path(data, profile, device):
-    """TreeSHAP, path-dependent (no background)."""
-    return _shap_tree(data, "tree_path_dependent")
+shap_tree_interventional = functools.partial(_shap_tree, "interventional")
+shap_tree_path = functools.partial(_shap_tree, "tree_path_dependent")
 
 
 def gradients(name, model, X_t, targets, n_steps=50, baselines=None):
     """captum's Saliency (``name="saliency"``, the absolute gradient) or IntegratedGradients
     (from ``baselines``, default zero) of the ``targets`` outputs of the torch ``model``."""
     from captum.attr import IntegratedGradients, Saliency
-
     targets = torch.as_tensor(targets, device=X_t.device)
     if name == "saliency":
         # requires_grad is set beforehand, else Saliency warns that it had to set it.
@@ -218,7 +197,6 @@ def kernel_shap(model, X_t, targets, n_samples, feature_mask=None):
     """captum's KernelShap of the ``targets`` outputs of the torch ``model``, ``n_samples``
     coalitions a row (of the groups of ``feature_mask``), from torch's generator."""
     from captum.attr import KernelShap
-
     explainer = KernelShap(model)
     # One row at a time: captum fits one surrogate per row anyway, and warns on batches.
     return torch.cat([
@@ -228,36 +206,27 @@ def kernel_shap(model, X_t, targets, n_samples, feature_mask=None):
     ])
 
 
-def _captum(data, device, attribute):
-    """Time ``attribute(X_t, classes)`` on the explained rows, on ``device``."""
+def _captum(name, data, profile, device):
+    """captum's ``name`` on the explained rows of ``data.torch_model``, timed on ``device``:
+    Saliency, IntegratedGradients from zero (``_mean``: from the training mean), KernelShap."""
     X_t = torch.as_tensor(np.asarray(data.X_explain, dtype=np.float32), device=device)
     classes = explained_classes(data.model, data.X_explain)
+    if name == "captum_kernel_shap":
+        attribute = functools.partial(kernel_shap, data.torch_model, X_t, classes,
+                                      profile.captum_kernel_shap_samples)
+    else:
+        baselines = None
+        if name.endswith("_mean"):
+            baselines = torch.as_tensor(data.X_train.mean(axis=0, keepdims=True),
+                                        dtype=torch.float32, device=device)
+        attribute = functools.partial(gradients, name.removesuffix("_mean"), data.torch_model,
+                                      X_t, classes, baselines=baselines)
     torch.manual_seed(EXPLAIN_SEED)  # KernelShap samples coalitions from torch's generator
-    attributions, explain_s = elapsed(lambda: attribute(X_t, classes), X_t.device)
+    attributions, explain_s = elapsed(attribute, X_t.device)
     return attributions.detach().cpu().numpy(), 0.0, explain_s
 
 
-def saliency(data, profile, device):
-    """captum's Saliency: the absolute gradient of the explained class's probability."""
-    return _captum(data, device, lambda X_t, classes: gradients(
-        "saliency", data.torch_model, X_t, classes))
-
-
-def integrated_gradients(data, profile, device):
-    """captum's IntegratedGradients from the all-zero baseline."""
-    return _captum(data, device, lambda X_t, classes: gradients(
-        "integrated_gradients", data.torch_model, X_t, classes))
-
-
-def integrated_gradients_mean(data, profile, device):
-    """captum's IntegratedGradients from the training mean."""
-    baseline = torch.as_tensor(data.X_train.mean(axis=0, keepdims=True), dtype=torch.float32,
-                               device=device)
-    return _captum(data, device, lambda X_t, classes: gradients(
-        "integrated_gradients", data.torch_model, X_t, classes, baselines=baseline))
-
-
-def captum_kernel_shap(data, profile, device):
-    """captum's KernelShap, one row at a time."""
-    return _captum(data, device, lambda X_t, classes: kernel_shap(
-        data.torch_model, X_t, classes, profile.captum_kernel_shap_samples))
+saliency = functools.partial(_captum, "saliency")
+integrated_gradients = functools.partial(_captum, "integrated_gradients")
+integrated_gradients_mean = functools.partial(_captum, "integrated_gradients_mean")
+captum_kernel_shap = functools.partial(_captum, "captum_kernel_shap")

@@ -1,5 +1,4 @@
-"""How masks are judged: ground truth, post-hoc accuracy, EVAL-X and
-:func:`sk_sointer.metrics.evaluate`'s report."""
+"""How masks are judged: ground truth, post-hoc accuracy, EVAL-X, ``metrics.evaluate``."""
 
 import numpy as np
 
@@ -16,13 +15,11 @@ OUR_ENTRIES = (*MASK_ENTRIES, *CURVE_ENTRIES, "mask_change")
 # Rows from which fitting ours once costs less than a per-row peer (a derived metric).
 BREAK_EVEN = "break_even_rows"
 EVALUATION_METRICS = {
-    "fidelity_kept": percent("Fidelity\nkept", ""),
-    "fidelity_removed": percent("Fidelity\nremoved", ""),
-    "road_kept": percent("ROAD\nkept", ""), "road_removed": percent("ROAD\nremoved", ""),
-    "deletion_auc": percent("Deletion\nAUC", ""),
-    "insertion_auc": percent("Insertion\nAUC", ""),
-    "seed_agreement": percent("Seed\nagreement", ""),
-    "mask_change": percent("Mask\nchange", ""),
+    **{name: percent(label, "") for name, label in [
+        ("fidelity_kept", "Fidelity\nkept"), ("fidelity_removed", "Fidelity\nremoved"),
+        ("road_kept", "ROAD\nkept"), ("road_removed", "ROAD\nremoved"),
+        ("deletion_auc", "Deletion\nAUC"), ("insertion_auc", "Insertion\nAUC"),
+        ("seed_agreement", "Seed\nagreement"), ("mask_change", "Mask\nchange")]},
     "features_per_row": Metric("Features\na row", fmt=".1f"),
     "features_per_row_std": Metric("Features a\nrow, std", fmt=".1f"),
     BREAK_EVEN: Metric("Break-even\nrows", fmt=",.0f"),
@@ -39,9 +36,8 @@ def mask_quality(spec, data, masks, evaluator):
         "tpr": metrics.true_positive_rate(relevant, masks),
         "fdr": metrics.false_discovery_rate(relevant, masks),
         "mean_selected": float(np.mean((masks > 0).sum(axis=1))),
-        "posthoc_acc": float(
-            metrics.posthoc_accuracy(data.model, data.X_explain, masks, baseline="zero")
-        ),
+        "posthoc_acc": float(metrics.posthoc_accuracy(data.model, data.X_explain, masks,
+                                                      baseline="zero")),
     }
     if spec.control_flow:
         out["cfsr"] = metrics.control_flow_selection_rate(masks)
@@ -57,18 +53,14 @@ def mask_quality(spec, data, masks, evaluator):
 
 
 def binary_proba(data):
-    """The generator's P(y = 1 | x) of the explained rows if the labels are binary, else
-    ``None``."""
+    """The generator's P(y = 1 | x) of the explained rows if the labels are binary."""
     proba = data.proba_explain
-    if proba is None or np.ndim(proba) != 1:
-        return None
-    return np.asarray(proba)
+    return None if proba is None or np.ndim(proba) != 1 else np.asarray(proba)
 
 
 def evaluation(data, profile, explanation, entries, *, baseline=None, scores=None):
-    """The ``entries`` of :func:`sk_sointer.metrics.evaluate` on the explained rows, of an
-    explainer (its own masks, baseline and black box) or of masks (left-out features at
-    ``baseline``, ``data.model`` queried, the curves along ``scores``)."""
+    """The ``entries`` of ``metrics.evaluate`` on the explained rows, of an explainer (its own
+    masks, baseline and black box) or of masks (at ``baseline``, the curves along ``scores``)."""
     own = hasattr(explanation, "masker_")
     report = metrics.evaluate(
         explanation, None if own else data.model, data.X_explain,
@@ -79,8 +71,8 @@ def evaluation(data, profile, explanation, entries, *, baseline=None, scores=Non
 
 
 def seed_agreement(cache, key, seed, masks):
-    """``seed_agreement``: the mean mask cosine of ``masks`` to the masks of the same rows by
-    earlier seeds (none for the first), kept in ``cache`` under ``key`` with these."""
+    """The mean mask cosine of ``masks`` to those of earlier seeds (none for the first), kept
+    in ``cache`` under ``key`` with these."""
     earlier = cache.setdefault(("masks", *key), {})
     out = {"seed_agreement": float(np.mean([metrics.mask_similarity(masks, other)
                                             for other in earlier.values()]))} if earlier else {}

@@ -3,6 +3,7 @@ into the RST tables of doc/benchmarks.rst, mean ± spread over seeds."""
 
 import datetime
 import importlib.metadata
+import itertools
 import json
 import math
 import os
@@ -23,25 +24,26 @@ RESULTS_DIR = Path(__file__).resolve().parents[1] / "results"
 TEMPLATES_DIR = Path(__file__).resolve().parents[1] / "templates"
 README_START, README_END = ".. results-table-start", ".. results-table-end"
 _DASH = "–"
-_FAILED = "failed"  # the cause is in the record: a long message would widen the column
 _ROW_HEADERS = {"dataset": "Data set", "method": "Method"}
 
 
-def _cpu_name():
+def _version(package):
     try:
-        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
-            for line in cpuinfo:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def machine_info(device="auto", threads=1):
     """Versions, hardware and date of a run, stored next to its records."""
     device = resolve_device(device)
-    info = {
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            cpu = next((line.split(":", 1)[1].strip() for line in cpuinfo
+                        if line.startswith("model name")), None)
+    except OSError:
+        cpu = None
+    return {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "python": platform.python_version(),
         "torch": torch.__version__,
@@ -49,17 +51,12 @@ def machine_info(device="auto", threads=1):
         "scikit_learn": sklearn.__version__,
         "sk_sointer": sk_sointer_version,
         "threads": threads,
-        "cpu": _cpu_name(),
+        "cpu": cpu or platform.processor() or platform.machine(),
         "cpu_count": os.cpu_count(),
         "device": device.type,
         "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
+        **{package: _version(package) for package in peer_packages()},
     }
-    for package in peer_packages():
-        try:
-            info[package] = importlib.metadata.version(package)
-        except importlib.metadata.PackageNotFoundError:
-            info[package] = None
-    return info
 
 
 def hardware(machine):
@@ -68,14 +65,9 @@ def hardware(machine):
     return machine["gpu"] or f"{machine['cpu']} CPU, {threads}"
 
 
-def run_on(machine):
-    """``run on <date> on <hardware>, torch <version>``, for a caption."""
-    return f"run on {machine['date'][:10]} on {hardware(machine)}, torch {machine['torch']}"
-
-
 def text(study, block, **fields):
-    """The paragraph ``block`` of ``benchmarks/templates/<study>.rst`` (the lines after a line
-    ``.. block`` up to the next such line, joined by spaces), its placeholders filled."""
+    """The paragraph after the line ``.. block`` of ``benchmarks/templates/<study>.rst`` (up
+    to the next such line, joined by spaces), its placeholders filled."""
     blocks, name = {}, None
     for line in (TEMPLATES_DIR / f"{study}.rst").read_text(encoding="utf-8").splitlines():
         if line.startswith(".. ") and line[3:].isidentifier():
@@ -85,20 +77,8 @@ def text(study, block, **fields):
     return blocks[block].format(**fields)
 
 
-def caption(study, records, machine, profile):
-    """The caption of a study's tables: its template's ``caption`` block filled with the
-    profile, the machine, ``run_on``, ``ran_on`` and the study's own ``fields``."""
-    fields = study.fields(records, machine, profile) if study.fields else {}
-    ran_on = (f"run on {machine.get('date', '?')} on {machine.get('cpu', '?')}, "
-              f"{machine.get('device', '?')}, {machine.get('threads', 1)} thread(s)")
-    return text(study.name, "caption", profile=profile, machine=machine,
-                run_on=run_on(machine), ran_on=ran_on, date=machine.get("date", "?")[:10],
-                **fields)
-
-
 def wrap(text):
-    """Caption and note lines: at most 92 characters, broken between words only ("Post-hoc"
-    stays whole)."""
+    """Caption and note lines: at most 92 characters, broken between words only."""
     return textwrap.wrap(text, width=92, break_on_hyphens=False)
 
 
@@ -110,16 +90,12 @@ def _jsonable(value):
     if isinstance(value, np.integer):
         return int(value)
     if isinstance(value, (float, np.floating)):
-        value = float(value)
-        return value if math.isfinite(value) else None
-    if hasattr(value, "get_params"):  # an estimator among a profile's parameters
-        return repr(value)
-    return value
+        return float(value) if math.isfinite(value) else None
+    return repr(value) if hasattr(value, "get_params") else value  # an estimator: its repr
 
 
 def save_results(path, records, machine, profile, study):
-    """Write ``{"study", "machine", "profile", "records"}`` as JSON, a record a line,
-    atomically (a crash keeps the previous complete file)."""
+    """Write the study, machine, profile and records as JSON, a record a line, atomically."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     head = {"study": study, "machine": machine, "profile": dict(profile), "records": []}
@@ -141,30 +117,26 @@ def grid_table(title, header, rows):
     """An RST grid table under a ``table`` directive; a newline in a cell starts a new line."""
     split = [[cell.split("\n") for cell in row] for row in [header, *rows]]
     widths = [max(len(text) for cell in column for text in cell) for column in zip(*split)]
-
-    def border(char):
-        return "+" + "+".join(char * (width + 2) for width in widths) + "+"
-
-    def lines(cells):
-        height = max(len(cell) for cell in cells)
-        padded = [cell + [""] * (height - len(cell)) for cell in cells]
-        return ["|" + "|".join(f" {text:<{width}} " for text, width in zip(texts, widths)) + "|"
-                for texts in zip(*padded)]
-
-    body = [border("-"), *lines(split[0]), border("=")]
-    for cells in split[1:]:
-        body += [*lines(cells), border("-")]
+    rule = "+" + "+".join("-" * (width + 2) for width in widths) + "+"
+    body = [rule]
+    for i, cells in enumerate(split):
+        body += ["|" + "|".join(f" {text:<{width}} " for text, width in zip(texts, widths)) + "|"
+                 for texts in itertools.zip_longest(*cells, fillvalue="")]
+        body.append(rule.replace("-", "=") if i == 0 else rule)  # "=" under the header
     return [f".. table:: {title}", "", *("   " + text for text in body)]
 
 
 def replace_between_markers(text, block, start_marker=README_START, end_marker=README_END,
                             section=None):
-    """``text`` with ``block`` between the two marker lines; where it has no start marker,
-    the markers go at the end of the section titled ``section``, if given."""
+    """``text`` with ``block`` between the marker lines, which go at the end of the section
+    titled ``section`` (if given) where ``text`` has none."""
     lines = text.splitlines(keepends=True)
     stripped = [line.rstrip("\r\n") for line in lines]
     if section is not None and start_marker not in stripped:
-        titles = [i for i in range(len(stripped) - 1) if _is_title(stripped, i)]
+        # Titles: text underlined by one punctuation mark at least as long.
+        titles = [i for i, (title, under) in enumerate(zip(stripped, stripped[1:]))
+                  if title.strip() and not title.startswith(" ") and len(under) >= len(title)
+                  and len(set(under)) == 1 and under[0] in "=-~^\"'`#*+"]
         at = next((i for i in titles if stripped[i].strip() == section), None)
         if at is None:
             raise ValueError(f"The README has no {start_marker!r} marker and no {section!r} "
@@ -178,17 +150,9 @@ def replace_between_markers(text, block, start_marker=README_START, end_marker=R
         start = stripped.index(start_marker)
         end = stripped.index(end_marker, start + 1)
     except ValueError:
-        raise ValueError(
-            f"The README needs a line {start_marker!r} followed by a line {end_marker!r}."
-        ) from None
+        raise ValueError(f"The README needs a line {start_marker!r} followed by a line "
+                         f"{end_marker!r}.") from None
     return "".join(lines[: start + 1]) + "\n" + block.rstrip("\n") + "\n\n" + "".join(lines[end:])
-
-
-def _is_title(lines, i):
-    """Whether line ``i`` is a section title: text underlined by one punctuation mark."""
-    title, under = lines[i], lines[i + 1]
-    return (bool(title.strip()) and not title.startswith(" ") and len(under) >= len(title)
-            and len(set(under)) == 1 and under[0] in "=-~^\"'`#*+")
 
 
 def update_readme(path, block, start_marker=README_START, end_marker=README_END,
@@ -200,11 +164,19 @@ def update_readme(path, block, start_marker=README_START, end_marker=README_END,
 
 
 def render(study, records, machine, profile, titles=None):
-    """RST text of a study's records: its caption, its tables and its notes; with
-    ``titles``, only the tables of these titles."""
+    """RST text of a study's records: its caption, tables and notes, or only the tables of
+    ``titles``."""
     if study.postprocess is not None:
         records = study.postprocess(records)
-    lines = [] if titles else [*wrap(caption(study, records, machine, profile)), ""]
+    lines = []
+    if not titles:
+        fields = study.fields(records, machine, profile) if study.fields else {}
+        run_on = f"run on {machine['date'][:10]} on {hardware(machine)}, torch {machine['torch']}"
+        ran_on = (f"run on {machine.get('date', '?')} on {machine.get('cpu', '?')}, "
+                  f"{machine.get('device', '?')}, {machine.get('threads', 1)} thread(s)")
+        lines += [*wrap(text(study.name, "caption", profile=profile, machine=machine,
+                             run_on=run_on, ran_on=ran_on, date=machine.get("date", "?")[:10],
+                             **fields)), ""]
     for table in study.tables:
         if not titles or table.title in titles:
             pivot = _pivot(study, table, records, profile)
@@ -257,7 +229,7 @@ def _pivot(study, table, records, profile):
                 study.metrics[metric_of[column]], float(np.mean(row_means))))
         body.append(["Mean", *[""] * (len(table.rows) - 1), *means])
     header = [table.labels.get(key, _ROW_HEADERS.get(key, key)) for key in table.rows]
-    header += ([table.labels.get(metric, _metric_header(study, metric)) for metric in columns]
+    header += ([table.labels.get(name, study.metrics[name].header) for name in columns]
                if by_metric else [study.label(column) for column in columns])
     return grid_table(table.title.format(**profile), header, body)
 
@@ -269,19 +241,12 @@ def _row_label(study, key, value):
         return study.dataset_labels.get(value, str(value))
     if value is None:
         return _DASH
-    if key in study.metrics:
-        return _shown(study.metrics[key], value)
-    return str(value)
-
-
-def _metric_header(study, name):
-    metric = study.metrics[name]
-    return metric.label + (f"\n{metric.unit}" if metric.unit else "")
+    return _shown(study.metrics[key], value) if key in study.metrics else str(value)
 
 
 def _format_cell(study, records, name, spread=True):
     if any(r["metric"] == "error" for r in records):
-        return _FAILED
+        return "failed"  # the cause is in the record: a long message would widen the column
     values = [r["value"] for r in records if r["metric"] == name and r["value"] is not None]
     if not values:
         return _DASH

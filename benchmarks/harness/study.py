@@ -1,6 +1,5 @@
-"""A study's declaration (:class:`Study`), the one run loop over data sets x methods x seeds,
-and the long record: one a metric, with the study, data set, method, seed, metric, value and
-unit, plus free context (k, parameters, an error)."""
+"""A study's declaration, the one run loop over data sets x methods x seeds, and the long
+record: one a metric (:data:`RECORD_KEYS`), plus free context (k, parameters, an error)."""
 
 import traceback
 from dataclasses import dataclass, field
@@ -22,8 +21,7 @@ def resolve_device(device):
 
 
 class Profile(dict):
-    """Plain values by name, also read as attributes (``profile.n_train``);
-    ``explainer_params`` holds our explainers' parameters by registry ``params_key``."""
+    """Values by name, also attributes; ``explainer_params`` by registry ``params_key``."""
 
     def __getattr__(self, key):
         try:
@@ -40,15 +38,18 @@ class Profile(dict):
 
 @dataclass(frozen=True)
 class Metric:
-    """How a metric is shown: ``scale`` takes the recorded value to the shown one, ``fmt`` is
-    a format spec or a function of the shown value; ``cell(values)``, if given, draws a cell
-    from its values (one a seed) instead of their mean ± spread."""
+    """How a metric is shown: ``scale`` times the value, by ``fmt`` (a format spec or a
+    function); ``cell(values)`` draws a cell from the seeds' values instead of mean ± spread."""
 
     label: str
     unit: str = ""
     scale: float = 1.0
     fmt: object = ".3g"
     cell: Callable = None
+
+    @property
+    def header(self):
+        return self.label + (f"\n{self.unit}" if self.unit else "")
 
 
 def percent(label, unit="%", fmt=".1f"):
@@ -58,13 +59,12 @@ def percent(label, unit="%", fmt=".1f"):
 
 @dataclass(frozen=True)
 class Table:
-    """A pivot of the records: a row per distinct value of the ``rows`` fields, a column per
-    metric (``columns="metric"``) or per value of the field ``columns`` (one metric then).
+    """A pivot of the records: a row per value of the ``rows`` fields, a column per metric
+    (``columns="metric"``) or per value of the field ``columns`` (one metric then).
 
-    ``where`` keeps the records whose fields have the given values (or, a function, those it
-    is true of); the values of data sets (``method=None``) are shown only where it names the
-    method. ``labels`` overrides header names; the title is formatted with the profile.
-    ``spread=False`` shows the means alone (cells that pool several data sets)."""
+    ``where``: the values of fields kept, or a predicate (records of a data set itself,
+    ``method=None``, only where it names the method); ``labels`` override headers; the title
+    is formatted with the profile; ``spread=False`` shows means alone."""
 
     title: str
     metrics: tuple
@@ -80,24 +80,19 @@ class Table:
 class Study:
     """What a study measures.
 
-    - ``datasets(profile)``: data set names; ``prepare(name, profile, device)``: what every
-      method shares on one (data sets of the same ``share(dataset)`` share one preparation);
-    - ``measure(data, dataset, method, seed, profile, device, **context)``: a dict whose
-      numbers are metrics and whose other values are context, or a list of records, each a
-      dict of ``metric``, ``value`` and its own context (one metric several times);
-    - ``cases(dataset, methods, profile)``: the ``(method, context)`` pairs run on a data set;
-      ``seeds(dataset, method, profile)`` (``[None]``: one run); ``dataset_values(data,
-      dataset)``: metrics of the data set itself (recorded with ``method=None``);
-    - ``options``: command-line options that override a profile value; ``spread``: ``"sd"``,
-      ``"std"`` (population), ``"range"`` or ``None``;
-    - ``readme``: the marker lines of its tables in doc/benchmarks.rst (and optionally the
-      section that takes them when the page has none), ``readme_tables`` the titles put there;
-    - ``results_name``: formatted with ``study``, ``profile`` and ``device``;
-      ``method_cell(record)``: a method's cell in the tables whose rows hold the data set;
-    - the ``caption`` block of ``benchmarks/templates/<name>.rst`` goes above the tables,
-      filled with ``fields(records, machine, profile)`` (see :func:`.report.caption`);
-      ``notes(records, machine, profile)``: lines below them; ``postprocess(records)``: the
-      records they are drawn from.
+    - ``datasets(profile)``: data set names; ``prepare(name, profile, device)``: what the
+      methods share on one (or on all of one ``share(dataset)``); ``measure(data, dataset,
+      method, seed, profile, device, **context)``: a dict (numbers are metrics, the rest
+      context) or a list of records;
+    - ``cases(dataset, methods, profile)``: its ``(method, context)`` pairs; ``seeds(dataset,
+      method, profile)``; ``dataset_values(data, dataset)``: metrics with ``method=None``;
+    - ``options``: command-line options over profile values; ``spread``: ``"sd"``, ``"std"``,
+      ``"range"`` or ``None``; ``results_name``: formatted with study, profile and device;
+    - ``readme``: the marker lines (and optionally the section) of its tables in
+      doc/benchmarks.rst, ``readme_tables`` the titles put there;
+    - the tables (``method_cell(record)``: a method's cell in rows of one data set) go between
+      ``benchmarks/templates/<name>.rst``'s ``caption`` (filled with ``fields(records,
+      machine, profile)``) and ``notes(...)``, drawn from ``postprocess(records)``.
     """
 
     name: str
@@ -139,14 +134,14 @@ class Study:
 
 
 def seeded(ours):
-    """A study's ``seeds``: 0 to ``profile.seeds`` - 1 where ``ours(method)``, else one run."""
+    """A study's ``seeds``: ``range(profile.seeds)`` where ``ours(method)``, else one run."""
     return lambda dataset, method, profile: (list(range(profile.seeds)) if ours(method)
                                              else [None])
 
 
 def with_references(*references, context=lambda dataset, profile: {}):
-    """A study's ``cases``: every method asked for, then the ``references`` (run always),
-    all with the data set's ``context(dataset, profile)``."""
+    """A study's ``cases``: the methods asked for, then the ``references``, all with the
+    data set's ``context(dataset, profile)``."""
 
     def cases(dataset, methods, profile):
         shared = context(dataset, profile)
@@ -155,52 +150,49 @@ def with_references(*references, context=lambda dataset, profile: {}):
 
 
 def _record(study, dataset, method, seed, metric, value, **context):
-    return {"study": study.name, "dataset": dataset, "method": method, "seed": seed,
-            "metric": metric, "value": value, "unit": study.unit(metric), **context}
+    fields = (study.name, dataset, method, seed, metric, value, study.unit(metric))
+    return dict(zip(RECORD_KEYS, fields), **context)
 
 
 def records_of(study, dataset, method, seed, values, **context):
-    """A record per number of ``values`` that is not ``None``; its other values join the
-    context."""
-    context = {**context, **{key: value for key, value in values.items()
-                             if not _is_number(value)}}
+    """A record per number of the dict ``values`` but ``None``, the other values joining the
+    context; or of each entry of a list (a dict of ``metric``, ``value`` and context)."""
+    if isinstance(values, list):
+        return [_record(study, dataset, method, seed, **{**context, **entry})
+                for entry in values]
+    numbers = {key: value for key, value in values.items() if value is None
+               or (isinstance(value, (int, float)) and not isinstance(value, bool))}
+    context.update((key, value) for key, value in values.items() if key not in numbers)
     return [_record(study, dataset, method, seed, metric, value, **context)
-            for metric, value in values.items() if _is_number(value) and value is not None]
+            for metric, value in numbers.items() if value is not None]
 
 
-def error_record(study, dataset, method, seed, exc, **context):
-    """The record of a failed measurement: its error and the last lines of its traceback."""
+def _error_record(study, dataset, method, seed, exc, prefix="", **context):
     lines = "".join(traceback.format_exception(exc)).rstrip().splitlines()
     return _record(study, dataset, method, seed, "error", None, **context,
-                   error=f"{type(exc).__name__}: {exc}", traceback="\n".join(lines[-8:]))
-
-
-def _is_number(value):
-    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+                   error=f"{prefix}{type(exc).__name__}: {exc}",
+                   traceback="\n".join(lines[-8:]))
 
 
 def run(study, profile, *, methods=None, device="auto", threads=1, on_record=None, log=None):
-    """Every (data set, method, seed) of ``study`` under ``profile``, as long records.
-
-    Registry methods whose package is missing are skipped; a failure is recorded and the run
-    goes on. ``on_record(records)`` follows every measurement, ``log(line)`` reports progress.
-    """
+    """Every (data set, method, seed) of ``study`` as long records, skipping registry methods
+    whose package is missing and recording failures; ``on_record(records)`` follows every
+    measurement, ``log(line)`` reports progress."""
     log = log or (lambda line: None)
     device = resolve_device(device)
     methods = list(methods or study.default_methods or study.methods)
-    _, skipped = available_methods([name for name in methods if name in METHODS])
+    skipped = available_methods([name for name in methods if name in METHODS])[1]
     for name, reason in skipped.items():
         log(f"skipping {name}: {reason}")
     methods = [name for name in methods if name not in skipped]
-    records = []
+    records, shared, wanted = [], {}, profile.get("datasets")
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
         with threadpool_limits(limits=threads):
-            wanted, shared = profile.get("datasets"), {}
-            for dataset in [name for name in study.datasets(profile)
-                            if not wanted or name in wanted]:
-                cases = study.cases(dataset, methods, profile)
+            for dataset in study.datasets(profile):
+                cases = (not wanted or dataset in wanted) and study.cases(dataset, methods,
+                                                                          profile)
                 if not cases:
                     continue
                 log(f"{dataset}: data")
@@ -209,12 +201,11 @@ def run(study, profile, *, methods=None, device="auto", threads=1, on_record=Non
                     if key not in shared:
                         shared.clear()  # one data set's rows and models at a time
                         shared[key] = study.prepare(key, profile, device)
-                    data = shared[key]
                 except Exception as exc:  # noqa: BLE001 - every case of the set fails
-                    failed = [error_record(study, dataset, method, None, exc, **context)
-                              for method, context in cases]
-                    records += [{**r, "error": "data set: " + r["error"]} for r in failed]
+                    records += [_error_record(study, dataset, method, None, exc, "data set: ",
+                                              **context) for method, context in cases]
                     continue
+                data = shared[key]
                 records += records_of(study, dataset, None, None,
                                       study.dataset_values(data, dataset))
                 for method, context in cases:
@@ -223,14 +214,11 @@ def run(study, profile, *, methods=None, device="auto", threads=1, on_record=Non
                         try:
                             values = study.measure(data, dataset, method, seed, profile,
                                                    device, **context)
-                            records += ([_record(study, dataset, method, seed,
-                                                 **{**context, **entry}) for entry in values]
-                                        if isinstance(values, list)
-                                        else records_of(study, dataset, method, seed, values,
-                                                        **context))
+                            records += records_of(study, dataset, method, seed, values,
+                                                  **context)
                         except Exception as exc:  # noqa: BLE001 - recorded, the run goes on
-                            records.append(error_record(study, dataset, method, seed, exc,
-                                                        **context))
+                            records.append(_error_record(study, dataset, method, seed, exc,
+                                                         **context))
                         if on_record is not None:
                             on_record(records)
     finally:
@@ -239,8 +227,8 @@ def run(study, profile, *, methods=None, device="auto", threads=1, on_record=Non
 
 
 def merge(kept, new, order=()):
-    """``kept`` with the (data set, method) pairs of ``new`` in place of theirs; a new pair
-    goes after its data set's last, the data sets of ``order`` first."""
+    """``kept`` with the (data set, method) pairs of ``new`` in place of theirs, a new one
+    after its data set's last, the data sets of ``order`` first."""
     redone = {(r["dataset"], r["method"]) for r in new}
     pairs = list(dict.fromkeys((r["dataset"], r["method"]) for r in [*kept, *new]))
     datasets = list(dict.fromkeys([*order, *(dataset for dataset, _ in pairs)]))

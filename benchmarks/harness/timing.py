@@ -1,5 +1,4 @@
-"""Wall-clock timing (best-of-n times, the cost of ``transform`` over a bare forward pass) and
-the rise of host memory during a call (Linux's ``/proc``)."""
+"""Wall-clock timing and the rise of host memory during a call (Linux's ``/proc``)."""
 
 import ctypes
 import gc
@@ -14,16 +13,18 @@ import torch
 def elapsed(func, device=None):
     """``(result, seconds)`` of ``func()``; with a ``device``, its queued work included."""
     start = time.perf_counter()
-    result = func()
-    if device is not None:
-        sync(device)
+    result = synced(func, device)()
     return result, time.perf_counter() - start
 
 
-def sync(device):
-    """Wait for the device's queued work, so that a timer sees it finished."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+def synced(func, device):
+    """``func`` and then a wait for the device's queued work, so that a timer sees it done."""
+    def call():
+        result = func()
+        if device is not None and device.type == "cuda":
+            torch.cuda.synchronize(device)
+        return result
+    return call
 
 
 def best_time(func, repeats, *, warmup=2):
@@ -32,8 +33,7 @@ def best_time(func, repeats, *, warmup=2):
 
 
 def best_times(funcs, repeats, *, warmup=2):
-    """Smallest wall time of each function, timed in turn within every repeat, so that the
-    functions compared see the same drift of a shared machine's load."""
+    """Smallest wall time of each function, timed in turns (the same drift of a shared load)."""
     for _ in range(warmup):
         for func in funcs:
             func()
@@ -47,24 +47,17 @@ def best_times(funcs, repeats, *, warmup=2):
 
 
 def throughput_ratio(explainer, X, *, repeats=7):
-    """Time of a bare selector forward pass (a float32 tensor already on its device) over
-    time of ``transform`` (the same rows as a numpy array), with both times: what
-    validation, transfers and top-k cost on top of the network (1.0: nothing)."""
+    """Time of a bare selector forward pass (a tensor on its device) over that of ``transform``
+    (the rows as numpy), and both: 1.0 when validation, transfers and top-k cost nothing."""
     module, device = selector_network(explainer)
-    X32 = np.ascontiguousarray(X, dtype=np.float32)
+    X32 = read = np.ascontiguousarray(X, dtype=np.float32)
     # What the selector reads: MEED with feedback also reads the black box's outputs after
     # the row (zeros here: their values do not change the time of a forward pass).
-    read = X32
     if getattr(explainer, "feedback", None) is not None:
         read = np.hstack([X32, np.zeros((len(X32), explainer.output_spec_.n_columns),
                                         dtype=np.float32)])
     X_t = torch.as_tensor(read, device=device)
-
-    def forward():
-        with torch.inference_mode():
-            module(X_t)
-        sync(device)
-
+    forward = torch.inference_mode()(synced(lambda: module(X_t), device))
     forward_s, transform_s = best_times([forward, lambda: explainer.transform(X32)], repeats)
     return forward_s / transform_s, forward_s, transform_s
 
@@ -74,14 +67,6 @@ def selector_network(explainer):
     module = explainer.net_.module_.eval()
     param = next(module.parameters(), None)
     return module, param.device if param is not None else torch.device("cpu")
-
-
-def synced(func, device):
-    """``func`` and then a wait for the device's queued work, so that a timer sees it done."""
-    def call():
-        func()
-        sync(device)
-    return call
 
 
 def available_memory():
@@ -100,10 +85,9 @@ def proc_bytes(path, field):
 
 
 def rise(func):
-    """How far the resident set rises above its level before ``func()`` while it runs, and
-    whether the high-water mark could be reset for it (writing 5 to clear_refs); else the
-    peak since the process started, an upper bound. Freed heap memory is handed back first
-    (``malloc_trim``), so that memory the call reuses counts as new."""
+    """How far the resident set rises during ``func()``, and whether its high-water mark could
+    be reset (else the process's peak, an upper bound); freed heap memory is handed back
+    first, so that memory the call reuses counts as new."""
     gc.collect()
     try:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
