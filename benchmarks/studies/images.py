@@ -74,8 +74,7 @@ class CNNProbabilities(torch.nn.Module):
 
 
 def load_data(profile):
-    """The profile's images, ``(n, 1, side, side)`` float32, split once, and the CNN trained
-    on the training ones."""
+    """The profile's images, ``(n, 1, side, side)``, split once; the CNN trained on the others."""
     loader, scale = ((load_mnist_3_vs_8, 255.0) if profile.source == "mnist"
                      else (load_digits_3_vs_8, 16.0))
     X, y = loader()

@@ -80,8 +80,7 @@ def measure(data, dataset, method, seed, profile, device):
 
 
 def sanity_check(data, profile, device, masks):
-    """Cosine and Pearson similarity of MEED's masks with those of MEED fitted on the
-    black box with random weights."""
+    """Cosine and Pearson similarity of MEED's masks with MEED's on a randomised black box."""
     randomized = randomized_model(data.model, random_state=TRAIN_SEED)
     explainer = build("meed", profile, device, TRAIN_SEED, k=profile.k, **ABLATIONS["meed"])
     other = explainer.fit(data.X_train, black_box=randomized).transform(data.X_explain)

@@ -128,8 +128,7 @@ def measure(data, dataset, name, seed, profile, device, n_rows, n_features, k):
 
 
 def _time_fit(name, explainer, X, outputs, device, repeats):
-    """Best-of-``repeats`` seconds of ``fit`` and of the anchor, taken in turns; on CUDA also
-    of ``fit`` with every step eager (``cuda_graphs=False``)."""
+    """Best-of-``repeats`` seconds of ``fit`` and the anchor, in turns (CUDA: also eager)."""
     anchors, cuda = [], device.type == "cuda"
     eager = clone(explainer).set_params(cuda_graphs=False)
     funcs = [lambda: explainer.fit(X, outputs),
@@ -150,8 +149,7 @@ def _time_fit(name, explainer, X, outputs, device, repeats):
 
 
 def _time_transform(explainer, X, device, repeats):
-    """Seconds of the bare forward pass, of ``transform`` and on CUDA of copy-in, forward
-    and copy-out, best of ``repeats`` taken in turns."""
+    """Best-of-``repeats`` seconds of a bare forward pass, ``transform`` (CUDA: copy+fwd+copy)."""
     module, X_device = explainer.net_.module_.eval(), torch.as_tensor(X, device=device)
     inference = torch.inference_mode()
     funcs = [inference(synced(lambda: module(X_device), device)), lambda: explainer.transform(X)]
@@ -166,8 +164,7 @@ def _time_transform(explainer, X, device, repeats):
 
 
 def _memory_process(explainer, n_rows, n_features):
-    """:func:`peak_memory` of the fitted ``explainer`` in a fresh process that draws the rows
-    again (no table goes through the disk); ``{"error"}`` if it fails."""
+    """:func:`peak_memory` in a fresh process that draws the rows again; ``{"error"}``."""
     done = subprocess.run([sys.executable, "-m", "benchmarks.studies.scale", str(n_rows),
                            str(n_features), str(torch.get_num_threads())], cwd=ROOT,
                           input=pickle.dumps(explainer), capture_output=True, check=False)
@@ -180,9 +177,8 @@ def _memory_process(explainer, n_rows, n_features):
 
 def peak_memory(explainer, X):
     """The rise of host memory (:func:`rise`) during ``explainer.transform(X)`` and a bare
-    forward pass of its selector (its scores included), once a few rows are explained (lazy
-    initialisation, the CUDA context); on CUDA the device's peak allocation above the one
-    before the call. The rows are resident before the call, the masks in the rise."""
+    forward pass of its selector, once a few rows are explained (lazy initialisation, the CUDA
+    context); on CUDA also the device's peak allocation above the one before the call."""
     module, device = selector_network(explainer)
     X_device = torch.as_tensor(X).to(device)  # on the CPU, the rows themselves
 
@@ -213,9 +209,8 @@ def peak_memory(explainer, X):
 
 
 def peer_costs(path=SYNTHETIC_RESULTS):
-    """Per peer of the synthetic study's results, the median milliseconds per row over the
-    data sets it explained without error, their widths, and that run's settings and machine;
-    ``None`` when the file is missing."""
+    """Per peer of the synthetic results, the median ms per row over the data sets it explained,
+    their widths, and that run's settings and machine; ``None`` without the file."""
     path = Path(path) if Path(path).exists() else ROOT / path
     if not path.exists():
         return None

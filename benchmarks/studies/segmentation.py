@@ -43,8 +43,7 @@ PROFILES = {
 
 
 class SegmentationFCN(torch.nn.Module):
-    """The black box: convolutions of 5 x 5, 5 x 5 and 3 x 3 (an 11 x 11 receptive field),
-    one logit per pixel, from flat rows or images."""
+    """The black box: 5 x 5, 5 x 5 and 3 x 3 convolutions (an 11 x 11 field), a logit a pixel."""
 
     def __init__(self, channels=16):
         super().__init__()

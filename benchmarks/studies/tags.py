@@ -45,9 +45,8 @@ PROFILES = {
                  "sointer": {**_SOINTER, "max_epochs": 2, "energy__max_epochs": 1,
                              "refine": None},
                  "l2x": {"max_epochs": 2, "refine": None}}},
-    "full": {**_PROFILE, "explainer_params": {
-        "sointer": {**_SOINTER, "max_epochs": 20},
-        "l2x": {"max_epochs": 20}}},
+    "full": {**_PROFILE, "explainer_params": {"sointer": {**_SOINTER, "max_epochs": 20},
+                                              "l2x": {"max_epochs": 20}}},
 }
 
 
@@ -113,8 +112,7 @@ def dataset_values(data, dataset):
 
 
 def shap_attributions(view, rows, profile):
-    """KernelSHAP of the tag's probability with the empty tweet as background: only the row's
-    words vary."""
+    """KernelSHAP of the tag's probability, the empty tweet as background."""
     import shap
 
     explainer = shap.KernelExplainer(lambda batch: view.predict_proba(batch)[:, 1],
@@ -125,8 +123,7 @@ def shap_attributions(view, rows, profile):
 
 
 def lime_attributions(view, rows, words, profile):
-    """LIME's text explainer of the tag's probability on the row's words written as a text;
-    the black box reads a perturbed text back as the bag of its words."""
+    """LIME's text explainer of the tag's probability, a perturbed text read as a bag of words."""
     from lime.lime_text import LimeTextExplainer
 
     column = {word: j for j, word in enumerate(words)}
@@ -150,8 +147,7 @@ def lime_attributions(view, rows, words, profile):
 
 
 def top_words(masks, rows_predicted, words, n):
-    """The ``n`` words selected most often in the rows where the tag is predicted, with the
-    share of those rows each is selected in."""
+    """The ``n`` words most selected in the rows given the tag, with the share of them kept."""
     chosen = masks[rows_predicted]
     counts = chosen.sum(axis=0)  # no row: no count above 0, no word
     order = np.argsort(-counts, kind="stable")[:n]
