@@ -129,13 +129,8 @@ def cases(dataset, methods, profile):
 
 
 STUDY = Study(
-    name="cluster",
-    profiles=PROFILES,
-    datasets=lambda profile: ["orange_skin"],
-    methods=tuple(ENGINES),
-    cases=cases,
-    prepare=prepare,
-    measure=measure,
+    name="cluster", profiles=PROFILES, datasets=lambda profile: ["orange_skin"],
+    methods=tuple(ENGINES), cases=cases, prepare=prepare, measure=measure,
     metrics={"rows": Metric("Rows", fmt=",.0f"), "seconds": Metric("Seconds"),
              "rows_per_s": Metric("Rows / s", fmt=",.0f"),
              "speedup_vs_1_worker": Metric("vs 1 worker", fmt=".2f")},

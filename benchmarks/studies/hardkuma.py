@@ -1,11 +1,8 @@
 """HardKuma: the selection rate asked for against the rate achieved, and TPR against L2X.
 
-On the synthetic sets of :mod:`harness.data`: ``rate`` fits ``HardKumaExplainer(
-selection_rate=r)`` for every ``r`` of ``rates`` and compares the rate of its thresholded
-masks (``k=None``, the deterministic test-time gates) and the mean open probability
-(``explain``) with ``r`` (acceptance: within 2 points); ``matched`` fits L2X with the set's
-k and HardKuma at the rate k / n_features (its default) with the same seed and compares
-their true positive rates (HardKuma's for its gates and for its top-k).
+On the synthetic sets of :mod:`harness.data`: ``rate`` fits HardKuma at each ``selection_rate``
+of ``rates`` and compares its gates' rate (``k=None``) and mean open probability with it;
+``matched`` fits L2X with the set's k and HardKuma at the rate k / d with the same seed.
 
     python benchmarks/bench.py hardkuma --profile full
 """
@@ -63,28 +60,23 @@ def cases(dataset, methods, profile):
     return out
 
 
+_RATES = {"target_rate": "Rate", "achieved_rate": "Achieved", "expected_rate": "Expected",
+          "tpr": "TPR", "fdr": "FDR", "posthoc_acc": "Post-hoc acc.", "l2x_tpr": "L2X",
+          "tpr_top_k": "HardKuma top-k", "black_box_acc": "Black box acc."}  # in %, no unit
+
 STUDY = Study(
-    name="hardkuma",
-    profiles=PROFILES,
+    name="hardkuma", profiles=PROFILES, methods=("rate", "matched"),
     datasets=lambda profile: list(dict.fromkeys([*profile.rate_datasets,
                                                  *profile.matched_datasets])),
-    methods=("rate", "matched"),
-    cases=cases,
-    seeds=seeded(lambda method: True),
+    cases=cases, seeds=seeded(lambda method: True),
     prepare=lambda dataset, profile, device: prepare(DATASETS[dataset], profile, device, False),
     dataset_values=lambda data, dataset: {"black_box_acc": data.black_box_acc},
     measure=measure,
-    metrics={
-        "target_rate": percent("Rate", ""), "achieved_rate": percent("Achieved", ""),
-        "expected_rate": percent("Expected", ""), "tpr": percent("TPR", ""),
-        "fdr": percent("FDR", ""), "posthoc_acc": percent("Post-hoc acc.", ""),
-        "fit_s": Metric("Fit s", fmt=".1f"), "mean_selected": Metric("Features a row"),
-        "l2x_tpr": percent("L2X", ""), "tpr_top_k": percent("HardKuma top-k", ""),
-        "tpr_gain": Metric("HardKuma - L2X", scale=100, fmt="+.1f"),
-        "l2x_fit_s": Metric("L2X fit s", fmt=".1f"),
-        "hardkuma_fit_s": Metric("HardKuma fit s", fmt=".1f"),
-        "black_box_acc": percent("Black box acc.", ""),
-    },
+    metrics={**{name: percent(label, "") for name, label in _RATES.items()},
+             "fit_s": Metric("Fit s", fmt=".1f"),
+             "tpr_gain": Metric("HardKuma - L2X", scale=100, fmt="+.1f"),
+             "l2x_fit_s": Metric("L2X fit s", fmt=".1f"),
+             "hardkuma_fit_s": Metric("HardKuma fit s", fmt=".1f")},
     tables=(
         Table("HardKuma: the selection rate asked for and achieved",
               ("achieved_rate", "expected_rate", "tpr", "fdr", "posthoc_acc", "fit_s"),

@@ -1,11 +1,9 @@
 """Images: explaining a CNN on MNIST 3 vs 8 by patches (L2X, HardKuma) and pixels (REAL-X).
 
-A small CNN trained here on pixel intensities in their units (0-255; 0-16 on sklearn's 8 x 8
-digits of the fast profile) is explained on held-out images by our explainers, per-row peers
-(the ``k`` patches of largest absolute summed attribution) and ``k`` random patches. FS-M /
-FU-M: the black box's agreement with itself with the selection kept / removed (left-out
-pixels 0, as in the papers); EVAL-X's eACC; the share of pixels kept; fit and explain times.
-The MEED study (:mod:`.meed`) shares the images, the black box and the peers.
+A small CNN trained on pixel intensities in their units (0-255; 0-16 on sklearn's 8 x 8 digits
+of the fast profile) is explained on held-out images by our explainers, per-row peers (the
+``k`` patches of largest absolute summed attribution) and ``k`` random patches, left-out pixels
+at 0. The MEED study (:mod:`.meed`) shares the images, the black box and the peers.
 
     python benchmarks/bench.py images --profile full
 """
@@ -24,8 +22,7 @@ from ..harness.data import train_torch
 from ..harness.ours import fit_and_explain
 from ..harness.peers import gradients, kernel_shap, topk_of_abs
 from ..harness.registry import METHODS
-from ..harness.study import (Metric, Study, Table, percent, seeded, summarize,
-                             with_references)
+from ..harness.study import Metric, Study, Table, percent, seeded, summarize, with_references
 from ..harness.timing import elapsed
 
 SPLIT_SEED = TRAIN_SEED = EXPLAIN_SEED = 0
@@ -49,7 +46,6 @@ PROFILES = {
                  explainer_params={"l2x": {"tau": 0.5}, "realx": {"alpha": 3.0}},
                  ig_steps=50, kernel_shap_samples=200, partition_evals=500),
 }
-
 OURS = ("l2x", "realx", "hardkuma")
 PEERS = ("saliency", "integrated_gradients", "captum_kernel_shap", "shap_partition")
 RANDOM = "random"
@@ -78,9 +74,7 @@ class CNNProbabilities(torch.nn.Module):
 
 
 def load_data(profile):
-    """The profile's images, ``(n, 1, side, side)`` float32, split once, and the CNN trained
-    on the training ones."""
-    torch.manual_seed(TRAIN_SEED)
+    """The profile's images, ``(n, 1, side, side)``, split once; the CNN trained on the others."""
     loader, scale = ((load_mnist_3_vs_8, 255.0) if profile.source == "mnist"
                      else (load_digits_3_vs_8, 16.0))
     X, y = loader()
@@ -118,19 +112,9 @@ def data_values(data, dataset):
 
 
 def build(name, profile, device, seed, **params):
-    """Our explainer ``name`` on images: left-out pixels at 0, 64-image batches, the
-    profile's parameters of ``name`` and ``params``."""
+    """Our explainer ``name`` on images: left-out pixels at 0, 64-image batches."""
     return ours.build(METHODS[name], profile, seed=seed, device=device,
                       **{"baseline": "zero", "batch_size": 64, **params})
-
-
-def run_ours(name, data, profile, device, seed):
-    # REAL-X keeps its own thresholded pixels; HardKuma is trained at the rate k / n_patches.
-    shape = {"k": None} if name == "realx" else {"k": profile.k,
-                                                 "patch_size": profile.patch_size}
-    explainer = build(name, profile, device, seed, **shape)
-    masks, timing = fit_and_explain(explainer, data.X_train, data.model, data.X_explain)
-    return masks, {**timing, "explain_timing": "best of 3"}
 
 
 def attributions(name, data, X, profile, device):
@@ -189,13 +173,18 @@ def random_patches(data, X, k, seed=EXPLAIN_SEED):
 
 
 def measure(data, dataset, method, seed, profile, device):
+    X = data.X_explain
     if method == RANDOM:
-        masks, timing = random_patches(data, data.X_explain, profile.k), {}
+        masks, timing = random_patches(data, X, profile.k), {}
     elif method in OURS:
-        masks, timing = run_ours(method, data, profile, device, seed)
+        # REAL-X keeps its own thresholded pixels; HardKuma is trained at the rate k / n_patches.
+        shape = {"k": None} if method == "realx" else {"k": profile.k,
+                                                       "patch_size": profile.patch_size}
+        explainer = build(method, profile, device, seed, **shape)
+        masks, timing = fit_and_explain(explainer, data.X_train, data.model, X)
+        timing["explain_timing"] = "best of 3"
     else:
         masks, timing = run_peer(method, data, profile, device)
-    X = data.X_explain
     return {**timing, "fs_m": posthoc_accuracy(data.model, X, masks, baseline="zero"),
             "fu_m": posthoc_accuracy(data.model, X, 1 - masks, baseline="zero"),
             "eacc": data.evaluator.score_masks(X, masks, data.y_explain)["eACC"],
@@ -212,20 +201,13 @@ def fields(records, machine, profile):
 
 
 STUDY = Study(
-    name="images",
-    profiles=PROFILES,
-    datasets=lambda profile: [profile.source],
-    methods=(*OURS, *PEERS, RANDOM),
-    cases=with_references(RANDOM),
+    name="images", profiles=PROFILES, datasets=lambda profile: [profile.source],
+    methods=(*OURS, *PEERS, RANDOM), cases=with_references(RANDOM),
     seeds=seeded(lambda method: method in OURS),
-    prepare=prepare,
-    dataset_values=data_values,
-    measure=measure,
-    metrics={"fs_m": percent("FS-M"), "fu_m": percent("FU-M"),
-             "eacc": percent("eACC"),
+    prepare=prepare, dataset_values=data_values, measure=measure,
+    metrics={"fs_m": percent("FS-M"), "fu_m": percent("FU-M"), "eacc": percent("eACC"),
              "selected_pct": Metric("Selected", "% of pixels", fmt=".1f"),
-             "rows_with_none": percent("Rows with none"),
-             "fit_s": Metric("Fit s", fmt=".1f"),
+             "rows_with_none": percent("Rows with none"), "fit_s": Metric("Fit s", fmt=".1f"),
              "explain_ms_per_row": Metric("ms / row", fmt=".3g"),
              "black_box_acc": percent("Black box acc."),
              "evalx_full_eacc": percent("eACC, full images")},

@@ -1,14 +1,11 @@
 """Fit and transform time and peak memory against rows and features, next to plain torch.
 
-Each data set is a table size (``"10000x10"``: N(0, 1) rows and the probabilities of a label
-from four features, no black box), each method an amortized explainer with an anchor
-(:mod:`..harness.anchor`, the same training as a plain torch loop). The study times ``fit``
-against the anchor and ``transform`` against a bare forward pass, and measures the peak
-memory of ``transform`` in a fresh process (``python -m benchmarks.studies.scale``). The
-per-row peers are not run: their cost is read from the synthetic study's results.
+A data set is a table size (``"10000x10"``: N(0, 1) rows, a label from four features), a method
+an amortized explainer with an anchor (:mod:`..harness.anchor`, the same training as a plain
+torch loop). ``transform``'s peak memory is measured in a fresh process (``python -m
+benchmarks.studies.scale``); the per-row peers' cost is read from the synthetic results.
 
-    python benchmarks/bench.py scale --profile fast --device cpu   # smoke run, seconds
-    python benchmarks/bench.py scale --profile full                # 10k-1M rows, 10-1,000 features
+    python benchmarks/bench.py scale --profile full    # 10k-1M rows, 10-1,000 features
 """
 
 import argparse
@@ -26,7 +23,7 @@ from sklearn.base import clone
 
 from ..harness import report
 from ..harness.anchor import ANCHORS
-from ..harness.data import N_RELEVANT, DatasetSpec, make_rows
+from ..harness.data import N_RELEVANT, make_rows
 from ..harness.registry import METHODS, method_names
 from ..harness.study import Metric, Study, Table
 from ..harness.timing import available_memory, best_times, rise, selector_network, synced
@@ -37,8 +34,6 @@ SYNTHETIC_RESULTS = "benchmarks/results/synthetic_full_paper.json"
 # Host copies of the table a size may hold at once (the rows, Masker.fit's float64 spread,
 # the standardised rows, the scores and masks): a size needing more memory is skipped.
 HOST_COPIES = 6
-SCALE_DATA = DatasetSpec("scale", "N(0, 1) rows, a label from 4 features", make_rows, {},
-                         N_RELEVANT)  # what the registry's methods read to choose their k
 
 # ``epochs`` by registry ``params_key``; with ``reference_rows`` the full profile keeps the
 # package's defaults on 10,000 rows and the same number of steps on larger tables (budget).
@@ -73,8 +68,8 @@ def budget(profile, method, n_rows):
 
 def cases(dataset, methods, profile):
     n_rows, n_features = map(int, dataset.split("x"))
-    return [(name, {"n_rows": n_rows, "n_features": n_features,
-                    "k": METHODS[name].k_for(SCALE_DATA)}) for name in methods]
+    return [(name, {"n_rows": n_rows, "n_features": n_features, "k": N_RELEVANT})
+            for name in methods]
 
 
 class TableTooLarge(Exception):
@@ -114,10 +109,13 @@ def measure(data, dataset, name, seed, profile, device, n_rows, n_features, k):
         _WARMED.add((name, device.type))
     explainer = method.estimator(k=k, random_state=0, device=str(device), **epochs)
     fit = _time_fit(name, explainer, X, outputs, device, profile.fit_repeats)
+    predictor = epochs.get("predictor_epochs")  # shown as predictor+selector epochs
+    shown = (str(epochs["max_epochs"]) if predictor is None
+             else f"{predictor}+{epochs['max_epochs'] - predictor}")
     values = {"device": device.type, "budget": epochs, **fit,
               **_time_transform(explainer, X, device, profile.timing_repeats),
               "input_bytes": X.nbytes, "output_bytes": X.nbytes,  # a mask value a feature
-              "steps": _steps(fit["n_steps"], epochs), "in_out_bytes": 2 * X.nbytes}
+              "steps": f"{fit['n_steps']:,} ({shown})", "in_out_bytes": 2 * X.nbytes}
     if device.type == "cuda":  # the memory process's copy of the rows needs the room
         torch.cuda.empty_cache()
     memory = _memory_process(explainer, n_rows, n_features)
@@ -130,8 +128,7 @@ def measure(data, dataset, name, seed, profile, device, n_rows, n_features, k):
 
 
 def _time_fit(name, explainer, X, outputs, device, repeats):
-    """Best-of-``repeats`` seconds of ``fit`` and of the anchor, taken in turns; on CUDA also
-    of ``fit`` with every step eager (``cuda_graphs=False``) next to the captured one."""
+    """Best-of-``repeats`` seconds of ``fit`` and the anchor, in turns (CUDA: also eager)."""
     anchors, cuda = [], device.type == "cuda"
     eager = clone(explainer).set_params(cuda_graphs=False)
     funcs = [lambda: explainer.fit(X, outputs),
@@ -152,8 +149,7 @@ def _time_fit(name, explainer, X, outputs, device, repeats):
 
 
 def _time_transform(explainer, X, device, repeats):
-    """Seconds of the bare forward pass, of ``transform`` and on CUDA of copy-in, forward
-    and copy-out, best of ``repeats`` taken in turns."""
+    """Best-of-``repeats`` seconds of a bare forward pass, ``transform`` (CUDA: copy+fwd+copy)."""
     module, X_device = explainer.net_.module_.eval(), torch.as_tensor(X, device=device)
     inference = torch.inference_mode()
     funcs = [inference(synced(lambda: module(X_device), device)), lambda: explainer.transform(X)]
@@ -167,22 +163,8 @@ def _time_transform(explainer, X, device, repeats):
                if device.type == "cuda" else {})}
 
 
-def _steps(n_steps, epochs):
-    """``"6,400 (100+60)"``: the steps, and the epochs (REAL-X: predictor+selector)."""
-    shown = (f"{epochs['predictor_epochs']}+{epochs['max_epochs'] - epochs['predictor_epochs']}"
-             if "predictor_epochs" in epochs else str(epochs["max_epochs"]))
-    return f"{n_steps:,} ({shown})"
-
-
-# Peak memory, in a fresh process that draws the rows again (no table goes through the disk)
-# -----------------------------------------------------------------------------------------
-
-RESET_METHOD = "VmHWM reset by /proc/self/clear_refs, minus VmRSS before the call"
-MAXRSS_METHOD = "ru_maxrss after the call (peak since the process started), minus VmRSS before"
-
-
 def _memory_process(explainer, n_rows, n_features):
-    """:func:`peak_memory` of the fitted ``explainer`` in a fresh process; ``{"error"}``."""
+    """:func:`peak_memory` in a fresh process that draws the rows again; ``{"error"}``."""
     done = subprocess.run([sys.executable, "-m", "benchmarks.studies.scale", str(n_rows),
                            str(n_features), str(torch.get_num_threads())], cwd=ROOT,
                           input=pickle.dumps(explainer), capture_output=True, check=False)
@@ -194,10 +176,9 @@ def _memory_process(explainer, n_rows, n_features):
 
 
 def peak_memory(explainer, X):
-    """The rise of host memory (:func:`_rise`) during ``explainer.transform(X)`` and a bare
-    forward pass of its selector (its scores included), once a few rows are explained (lazy
-    initialisation, the CUDA context); on CUDA the device's peak allocation above the one
-    before the call. The rows are resident before the call, the masks in the rise."""
+    """The rise of host memory (:func:`rise`) during ``explainer.transform(X)`` and a bare
+    forward pass of its selector, once a few rows are explained (lazy initialisation, the CUDA
+    context); on CUDA also the device's peak allocation above the one before the call."""
     module, device = selector_network(explainer)
     X_device = torch.as_tensor(X).to(device)  # on the CPU, the rows themselves
 
@@ -213,21 +194,23 @@ def peak_memory(explainer, X):
         torch.cuda.reset_peak_memory_stats(device)
         device_before = torch.cuda.memory_allocated(device)
     extra, reset = rise(lambda: explainer.transform(X))
-    out = {"extra_bytes": extra, "forward_extra_bytes": None, "memory_method": MAXRSS_METHOD,
+    out = {"extra_bytes": extra, "forward_extra_bytes": None,
+           "memory_method": "ru_maxrss after the call (peak since the process started), "
+                            "minus VmRSS before",
            "device_peak_bytes": torch.cuda.max_memory_allocated(device) - device_before
            if cuda else None}
     if reset:  # a second peak in the same process needs the reset. The smaller of two
         # calls each: a first call can still grow the allocator's pools (a few MB).
         out.update(extra_bytes=min(extra, rise(lambda: explainer.transform(X))[0]),
-                   memory_method=RESET_METHOD + ", smaller of two calls",
+                   memory_method="VmHWM reset by /proc/self/clear_refs, minus VmRSS before "
+                                 "the call, smaller of two calls",
                    forward_extra_bytes=min(rise(forward)[0], rise(forward)[0]))
     return out
 
 
 def peer_costs(path=SYNTHETIC_RESULTS):
-    """Per peer of the synthetic study's results, the median milliseconds per row over the
-    data sets it explained without error, their widths, and that run's settings and machine;
-    ``None`` when the file is missing."""
+    """Per peer of the synthetic results, the median ms per row over the data sets it explained,
+    their widths, and that run's settings and machine; ``None`` without the file."""
     path = Path(path) if Path(path).exists() else ROOT / path
     if not path.exists():
         return None
@@ -250,10 +233,6 @@ def peer_costs(path=SYNTHETIC_RESULTS):
             "settings": {key: profile.get(key) for key in
                          ("shap_nsamples", "lime_num_samples", "captum_kernel_shap_samples")},
             "methods": peers}
-
-
-# Reports
-# -------
 
 
 def _ratio(value):
@@ -338,14 +317,11 @@ def _table(title, metrics, cuda):
 
 
 STUDY = Study(
-    name="scale",
-    profiles=PROFILES,
+    name="scale", profiles=PROFILES,
     datasets=lambda profile: [f"{n_rows}x{n_features}" for n_rows in profile.rows
                               for n_features in profile.widths],
     methods=tuple(name for name in method_names(amortized=True) if name in ANCHORS),
-    cases=cases,
-    prepare=prepare,
-    measure=measure,
+    cases=cases, prepare=prepare, measure=measure,
     metrics={"n_rows": Metric("Rows", fmt=",.0f"), "n_features": Metric("Features", fmt=",.0f"),
              **{name: metric for name, (_, metric) in _METRICS.items()}},
     tables=(_table("Fit and transform against table size", (*_TIMES, *_MEMORY), cuda=False),
@@ -358,8 +334,7 @@ STUDY = Study(
             _table("Training step against table size",
                    ("step_s", "eager_step_s", "anchor_step_s", "capture_speedup",
                     "anchor_speedup"), cuda=True)),
-    fields=fields,
-    notes=notes,
+    fields=fields, notes=notes,
     options={"rows": {"type": _at_least(2), "nargs": "+", "metavar": "N",
                       "help": "row counts instead of the profile's"},
              "widths": {"type": _at_least(N_RELEVANT), "nargs": "+", "metavar": "N",

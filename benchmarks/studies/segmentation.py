@@ -1,15 +1,8 @@
 """SOInter at the paper's segmentation scale: one pixel of a 24 x 24 segmentation model.
 
-The black box, a small fully convolutional network (one logit per pixel, 576 outputs), is
-trained on :func:`sk_sointer.datasets.load_digit_segmentation`. For each target pixel and k,
-SOInter explains the target output of the whole network, L2X the target's probability alone
-(:func:`~.data.one_logit`); references keep k random pixels, the k nearest the target, and
-(at small k) a greedy search per row against the network (:func:`greedy_masks`). Masks are
-judged on held-out rows with the left-out pixels at the mean training image, the explainers'
-baseline: post-accuracy (the network's label of the target against the true foreground),
-post-hoc accuracy (against its label on the whole image) and the selected pixels' distance to
-the target. The black box trains without input dropout: dropout brings the nearest pixels'
-post-accuracy no closer to the model's.
+A fully convolutional network (one logit per pixel) trained on ``load_digit_segmentation``;
+per target pixel and k, SOInter explains that output of the whole network, L2X its probability
+alone, next to k random pixels, the k nearest and (small k) a greedy search against the network.
 
     python benchmarks/bench.py segmentation --profile full --update-doc
 """
@@ -32,10 +25,8 @@ SIDE = 24
 METHODS = ("sointer", "l2x", "random", "nearest", "greedy")
 GREEDY_MAX_K = 10  # the greedy search's cost grows with k (k passes over the field's pixels)
 FIELD_RADIUS = 5  # the target's output reads the 11 x 11 pixels around it
-# SOInter queries at the baseline the masks are judged with: with black left-out pixels the
-# draws keep the label on 13 % of rows, the baseline on 85-87 %. Both methods run without the
-# refinement, as in their papers. On (16, 9) at k = 10 no setting tried lifts SOInter above
-# 91.4 % (doc/tuning.rst lists them).
+# SOInter queries the model at the baseline the masks are judged with (black left-out pixels
+# keep the label far less often); both methods run without the refinement, as in their papers.
 _SOINTER = dict(gradient="relaxed", fill="baseline", refine=None)
 _PROFILE = dict(targets=((12, 12), (8, 14), (16, 9)), ks=(5, 10, 50, 100), seeds=3,
                 n_black_box=3000, n_train=2000, n_explain=1500, black_box_epochs=15,
@@ -52,8 +43,7 @@ PROFILES = {
 
 
 class SegmentationFCN(torch.nn.Module):
-    """The black box: convolutions of 5 x 5, 5 x 5 and 3 x 3 (an 11 x 11 receptive field),
-    one logit per pixel, from flat rows or images."""
+    """The black box: 5 x 5, 5 x 5 and 3 x 3 convolutions (an 11 x 11 field), a logit a pixel."""
 
     def __init__(self, channels=16):
         super().__init__()
@@ -83,11 +73,9 @@ def train_fcn(X, Y, epochs, seed=TRAIN_SEED):
 
 def greedy_masks(model, X, fill, row, col, k, chunk=100):
     """k pixels per row of the target's field, added one at a time, each the one that best
-    keeps the network's own label of the target (its logit's margin), the others at ``fill``.
-
-    A reference that knows the answer, not an explanation. The network runs on the 11 x 11
-    crop around the target, whose centre output is the whole image's.
-    """
+    keeps the network's own label of the target (its logit's margin), the others at ``fill``;
+    the network runs on the 11 x 11 crop around the target, whose centre output is the whole
+    image's."""
     top, left = row - FIELD_RADIUS, col - FIELD_RADIUS
     side = 2 * FIELD_RADIUS + 1
     if top < 0 or left < 0 or top + side > SIDE or left + side > SIDE:
@@ -158,8 +146,7 @@ def dataset_values(data, dataset):
 
 def measure(data, dataset, method, seed, profile, device, k):
     row, col, index = _target(dataset)
-    X = data.X_explain
-    out = {}
+    X, out = data.X_explain, {}
     rows, cols = np.divmod(np.arange(SIDE * SIDE), SIDE)
     distance = np.hypot(rows - row, cols - col)
     if method == "random":
@@ -184,9 +171,6 @@ def measure(data, dataset, method, seed, profile, device, k):
             "target_kept": float(np.mean(masks[:, index]))}
 
 
-
-
-
 _BY = dict(rows=("dataset", "k"), columns="method")
 _TABLES = (
     Table("The network on each target pixel",
@@ -198,24 +182,19 @@ _TABLES = (
     Table("Fit seconds", ("fit_s",), **_BY))
 
 STUDY = Study(
-    name="segmentation",
-    profiles=PROFILES,
+    name="segmentation", profiles=PROFILES, methods=METHODS,
     datasets=lambda profile: [f"pixel_{row}_{col}" for row, col in profile.targets],
-    methods=METHODS,
     cases=lambda dataset, methods, profile: [
         (method, {"k": k}) for k in profile.ks for method in methods
         if method != "greedy" or k <= GREEDY_MAX_K],
     seeds=seeded(lambda method: method not in ("nearest", "greedy")),
     share=lambda dataset: "digits",
-    prepare=prepare,
-    dataset_values=dataset_values,
-    measure=measure,
+    prepare=prepare, dataset_values=dataset_values, measure=measure,
     metrics={"post_acc": percent("Post-acc."), "posthoc_acc": percent("Post-hoc acc."),
              "model_acc": percent("Model acc."), "foreground": percent("Foreground"),
              "predicted_1": percent("Predicted 1"), "posthoc_acc_empty": percent("No pixel"),
              "distance": Metric("Distance", "px", fmt=".2f"),
-             "target_kept": percent("Target kept"), "fit_s": Metric("Fit s"),
-             "black_box_fit_s": Metric("Black box fit s")},
+             "target_kept": percent("Target kept"), "fit_s": Metric("Fit s")},
     tables=_TABLES,
     fields=lambda records, machine, profile: {"greedy_max_k": GREEDY_MAX_K},
     labels={"sointer": "SOInter (whole network)", "l2x": "L2X (target pixel alone)",

@@ -1,10 +1,8 @@
 """SOInter's benchmark: one output of a multi-label black box, explained by every method.
 
-A multi-label MLP is trained on SOInter's synthetic sets E1 and E2 at several input widths and
-on yeast. SOInter explains a target output of the whole black box (``target=``); L2X and the
-per-row peers explain that output's probability alone (:class:`OneLabel`). Masks are judged by
-the exact match with the ground truth, the median rank, the true positive rate and post-hoc
-accuracy on the target (left-out features at 0), next to k random features a row.
+A multi-label MLP on SOInter's synthetic sets E1 and E2 at several widths and on yeast: SOInter
+explains a target output of the whole black box, L2X and the per-row peers that output's
+probability alone (:class:`OneLabel`), next to k random features a row.
 
     python benchmarks/bench.py structured --profile full --update-doc
 """
@@ -49,8 +47,7 @@ PROFILES = {
 def shuffled_columns(n_features, n_relevant):
     """A fixed permutation of the columns that puts as few of the relevant features (the
     generator's first ``n_relevant``) among the first ``n_relevant`` columns as the width
-    allows: top-k ties go to the lower index, which would credit a selector that learnt
-    little with the ground truth."""
+    allows: top-k ties go to the lower index, which would credit an untrained selector."""
     rng = np.random.RandomState(COLUMN_SEED + n_features)
     fewest = max(0, 2 * n_relevant - n_features)
     while True:
@@ -60,10 +57,9 @@ def shuffled_columns(n_features, n_relevant):
 
 
 def prepare(cell, profile, device):
-    """The tasks of one black box (``E1/5``, ``yeast``) by target label: what every method
-    explains and is judged on. Yeast's rows are shuffled once: the first ``yeast_explain``
-    are explained, the others train the black box and the explainers and standardise the
-    features (so that the baseline 0 is the training mean)."""
+    """The tasks of one black box (``E1/5``, ``yeast``) by target label. Yeast's rows are
+    shuffled once: the first ``yeast_explain`` are explained, the others train the black box
+    and the explainers and standardise the features (the baseline 0 is the training mean)."""
     if cell == "yeast":
         X, Y = datasets.load_yeast()
         order = np.random.RandomState(EXPLAIN_SEED).permutation(len(X))
@@ -112,19 +108,17 @@ def task_names(profile):
 
 
 def task_context(dataset, profile):
-    """The fields the tables pivot on."""
-    name, *width, label = dataset.split("/")
+    name, *width, label = dataset.split("/")  # the fields the tables pivot on
     return {"set": name, "target_label": label, "n_features": int(width[0]) if width else None,
             "k": profile.k if width else profile.yeast_k}
 
 
 def seeds(dataset, method, profile):
-    """Ours and the random reference: ``seeds`` seeds (yeast: ``yeast_seeds``); the peers:
-    one run, with their own sampling seed."""
+    """Ours and the random reference: ``seeds`` seeds (yeast: ``yeast_seeds``); a peer: one run."""
     if method != RANDOM and not METHODS[method].amortized:
         return [None]
-    n_seeds = profile.yeast_seeds if dataset.startswith("yeast") else profile.seeds
-    return [TRAIN_SEED + i for i in range(n_seeds)]
+    return [TRAIN_SEED + i for i in range(profile.yeast_seeds if dataset.startswith("yeast")
+                                          else profile.seeds)]
 
 
 def _posthoc(task, masks):
@@ -156,7 +150,6 @@ def mask_quality(task, masks):
 
 
 def random_selection(task, seed):
-    """k features drawn uniformly at random in every explained row."""
     return metrics.random_masks(*task.X_explain.shape, task.k, random_state=seed)
 
 
@@ -168,8 +161,7 @@ def measure(tasks, dataset, name, seed, profile, device, **context):
     if not method.amortized:
         masks, timing, _ = run_peer(method, task, task, profile, device)  # top task.k
         return {**mask_quality(task, masks), **timing}
-    explainer = build(method, profile, seed=seed, device=device, target=task.target,
-                      k=task.k)
+    explainer = build(method, profile, seed=seed, device=device, target=task.target, k=task.k)
     black_box = task.multi_label_model if method.target_output else task.model
     masks, timing = fit_and_explain(explainer, task.X_train, black_box, task.X_explain)
     return {**mask_quality(task, masks), **timing,
@@ -194,20 +186,15 @@ def _synthetic(title, metric, rows=("set", "target_label", "n_features"), mean_r
 
 
 STUDY = Study(
-    name="structured",
-    profiles=PROFILES,
-    datasets=task_names,
+    name="structured", profiles=PROFILES, datasets=task_names,
     # SOInter against L2X, and the peers but captum's copy of KernelSHAP (shap's is there);
     # REAL-X and captum's KernelShap on request.
     methods=tuple(method_names(target_output=None)),
     default_methods=("sointer", "l2x", "shap_kernel", "lime", "saliency",
                      "integrated_gradients"),
-    cases=with_references(RANDOM, context=task_context),
-    seeds=seeds,
+    cases=with_references(RANDOM, context=task_context), seeds=seeds,
     share=lambda dataset: dataset.rsplit("/", 1)[0],  # one black box: ``E1/5``, ``yeast``
-    prepare=prepare,
-    dataset_values=task_values,
-    measure=measure,
+    prepare=prepare, dataset_values=task_values, measure=measure,
     metrics={"exact_match": percent("Exact match"), "tpr": percent("TPR"),
              "median_rank": Metric("Median rank", fmt=".2f"),
              "posthoc_acc": percent("Post-hoc acc."), "posthoc_acc_empty": percent("No feature"),

@@ -1,12 +1,8 @@
 """Quality and speed of every explainer on the synthetic data sets with known answers.
 
-On every set of :data:`harness.data.DATASETS` an MLP black box is explained on held-out
-rows by every method of the registry: ours fitted once on the training rows, the peers row
-by row. The masks are judged against the ground truth (median rank, TPR, FDR, CFSR), by
-post-hoc accuracy, EVAL-X and :func:`sk_sointer.metrics.evaluate`; :func:`with_break_even`
-adds the rows from which fitting ours costs less than KernelSHAP a row. Our explainers
-refitted with seeds 1, 2, ... record their median rank and their agreement with the earlier
-seeds' masks (``seed_agreement``).
+An MLP black box per set of :data:`harness.data.DATASETS`, explained on held-out rows by every
+method of the registry; ours refitted with seeds 1, 2, ... also record their median rank and
+agreement with the earlier seeds' masks.
 
     python benchmarks/bench.py synthetic --profile full --update-doc
 """
@@ -104,10 +100,6 @@ def method_cell(record):
     return label
 
 
-def fields(records, machine, profile):
-    return {"n_black_box": profile.n_black_box or profile.n_train}
-
-
 def notes(records, machine, profile):
     # Ours refitted with several seeds (the peers run once).
     seeds = {key: entry["median_rank_seeds"] for key, entry in summarize(records).items()
@@ -126,16 +118,11 @@ def _main(record):
 
 
 STUDY = Study(
-    name="synthetic",
-    profiles=PROFILES,
-    datasets=lambda profile: list(DATASETS),
-    methods=tuple(method_names()),
-    cases=cases,
+    name="synthetic", profiles=PROFILES, datasets=lambda profile: list(DATASETS),
+    methods=tuple(method_names()), cases=cases,
     seeds=seeded(lambda method: METHODS[method].amortized),
-    prepare=prepare,
     share=lambda dataset: DATASETS[dataset].data_key,
-    dataset_values=data_values,
-    measure=measure,
+    prepare=prepare, dataset_values=data_values, measure=measure,
     metrics={
         "median_rank": Metric("Median rank", fmt=".2f"),
         "median_rank_optimum": Metric("Optimum", fmt=".2f"),
@@ -165,7 +152,8 @@ STUDY = Study(
               rows=("method",), where=_main, spread=False),
     ),
     postprocess=with_break_even,
-    fields=fields,
+    fields=lambda records, machine, profile: {
+        "n_black_box": profile.n_black_box or profile.n_train},
     notes=notes,
     method_cell=method_cell,
     dataset_labels={name: spec.label for name, spec in DATASETS.items()},

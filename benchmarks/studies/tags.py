@@ -1,12 +1,9 @@
 """SOInter on a many-label text model: one hashtag of a tweet tagger, explained by words.
 
-The paper's Bibtex experiment on data that ships (:func:`sk_sointer.datasets.
-load_tweet_hashtags`: tweets, their hashtags as tags, their other words as a binary bag of
-words). For each frequent tag of a multi-label MLP, SOInter explains the tag of the whole
-model, L2X the tag alone (:class:`~.data.OneLabel`), KernelSHAP and LIME its
-probability row by row, and a reference keeps k of the tweet's own words at random. A tweet
-has 4.9 words, so k = 2, not the paper's 30; a left-out word is absent. Measured: post-hoc
-accuracy on the tag, and the paper's Table 1, the words SOInter keeps most for a tag.
+The paper's Bibtex experiment on tweets (``load_tweet_hashtags``: hashtags as tags, the other
+words as a binary bag of words): SOInter explains the tag of the whole multi-label MLP, L2X the
+tag alone, KernelSHAP and LIME its probability row by row, a reference k of the tweet's own
+words. A tweet has 4.9 words, so k = 2, not the paper's 30; a left-out word is absent.
 
     python benchmarks/bench.py tags --profile full --update-doc
 """
@@ -29,16 +26,13 @@ from ..harness.registry import METHODS
 from ..harness.study import Metric, Study, Table, percent, seeded, with_references
 from ..harness.timing import elapsed
 
-RANDOM = "random"
+RANDOM, SHAP, LIME = "random", "shap_kernel", "lime"
 TOP_WORDS = "top_words"  # the derived records of the top-words table
-SHAP = "shap_kernel"
-LIME = "lime"
 METHOD_NAMES = ("sointer", "l2x", SHAP, LIME, RANDOM)
 
 # Learns from the interpreter's own masks because uniform masks leave a bag of words empty;
 # the unary encoding and pseudo-likelihood keep the tag's answer as well as the pairwise
-# likelihood in a third of the time; the refinement is on because without it deflategate
-# keeps 0.906 instead of 0.957 (doc/tuning.rst has the settings tried).
+# likelihood in a third of the time; the refinement keeps more answers (doc/tuning.rst).
 _SOINTER = {"fill": "baseline", "energy_masks": 0, "requery": "batch", "energy_refit": True,
             "refine": "model"}
 _PROFILE = dict(tags=10, k=2, seeds=3, n_explain=1000, n_train=1000, n_peer=200,
@@ -51,20 +45,16 @@ PROFILES = {
                  "sointer": {**_SOINTER, "max_epochs": 2, "energy__max_epochs": 1,
                              "refine": None},
                  "l2x": {"max_epochs": 2, "refine": None}}},
-    "full": {**_PROFILE, "explainer_params": {
-        "sointer": {**_SOINTER, "max_epochs": 20},
-        "l2x": {"max_epochs": 20}}},
+    "full": {**_PROFILE, "explainer_params": {"sointer": {**_SOINTER, "max_epochs": 20},
+                                              "l2x": {"max_epochs": 20}}},
 }
 
 
 class PresentWordsSelector(BaseEstimator):
     """Factory of a selector for a bag of words: an MLP's logits (zero at the start) plus
     ``gain`` for every word present in the row (above its training mean once standardised).
-
-    With the package's MLP selector both explainers learnt to keep absent words (SOInter 41 %,
-    L2X 67 % against 94 % for random present words on ``deflategate``, k = 3): a hidden layer
-    has to learn a near-identity of 2,000 inputs to find the present ones.
-    """
+    With the package's MLP selector both explainers learnt to keep absent words: a hidden
+    layer has to learn a near-identity of 2,000 inputs to find the present ones."""
 
     def __init__(self, hidden_units=(100,), gain=10.0):
         self.hidden_units = hidden_units
@@ -122,8 +112,7 @@ def dataset_values(data, dataset):
 
 
 def shap_attributions(view, rows, profile):
-    """KernelSHAP of the tag's probability with the empty tweet as background: only the row's
-    words vary (up to about 11 words the coalitions are enumerated)."""
+    """KernelSHAP of the tag's probability, the empty tweet as background."""
     import shap
 
     explainer = shap.KernelExplainer(lambda batch: view.predict_proba(batch)[:, 1],
@@ -134,8 +123,7 @@ def shap_attributions(view, rows, profile):
 
 
 def lime_attributions(view, rows, words, profile):
-    """LIME's text explainer of the tag's probability on the row's words written as a text;
-    the black box reads a perturbed text back as the bag of its words."""
+    """LIME's text explainer of the tag's probability, a perturbed text read as a bag of words."""
     from lime.lime_text import LimeTextExplainer
 
     column = {word: j for j, word in enumerate(words)}
@@ -159,8 +147,7 @@ def lime_attributions(view, rows, words, profile):
 
 
 def top_words(masks, rows_predicted, words, n):
-    """The ``n`` words selected most often in the rows where the tag is predicted, with the
-    share of those rows each is selected in."""
+    """The ``n`` words most selected in the rows given the tag, with the share of them kept."""
     chosen = masks[rows_predicted]
     counts = chosen.sum(axis=0)  # no row: no count above 0, no word
     order = np.argsort(-counts, kind="stable")[:n]
@@ -192,14 +179,15 @@ def measure(data, dataset, method, seed, profile, device, k):
             else lime_attributions(view, rows, data.words, profile))
         out["explain_ms_per_row"] = 1000 * explain_s / n_peer
         masks = topk_of_abs(attributions, k)
-    out["posthoc_acc_peer_rows"] = float(posthoc_accuracy(
-        view, data.X_explain[:n_peer], masks[:n_peer], baseline="zero"))
+
+    def posthoc(rows):  # on the explained tweets ``rows``
+        return float(posthoc_accuracy(view, data.X_explain[rows], masks[rows], baseline="zero"))
+
+    out["posthoc_acc_peer_rows"] = posthoc(slice(n_peer))
     if len(masks) == len(data.X_explain):  # ours and the reference: every explained row
-        out["posthoc_acc"] = float(posthoc_accuracy(view, data.X_explain, masks,
-                                                    baseline="zero"))
+        out["posthoc_acc"] = posthoc(slice(None))
         if positive.any():
-            out["posthoc_acc_positive"] = float(posthoc_accuracy(
-                view, data.X_explain[positive], masks[positive], baseline="zero"))
+            out["posthoc_acc_positive"] = posthoc(positive)
     return out
 
 
@@ -210,7 +198,7 @@ def fields(records, machine, profile):
     data = {r["metric"]: r["value"] for r in records
             if r["method"] is None and r["dataset"] == first}
     params = profile.params_for("sointer")
-    energy = EnergyNet().set_params(**{key[len("energy__"):]: value
+    energy = EnergyNet().set_params(**{key.removeprefix("energy__"): value
                                        for key, value in params.items()
                                        if key.startswith("energy__")})
     if data.get("n_tags") is not None:
@@ -236,12 +224,12 @@ def with_top_words(records):
     return [*records, *(
         {"study": r["study"], "dataset": r["dataset"], "method": TOP_WORDS, "seed": None,
          "metric": "top_word", "unit": "", "rank": rank, "tag": "#" + r["dataset"],
-         "value": f"{_shown(word)} ({100 * share:.0f} %)"}
+         "value": f"{_starred(word)} ({100 * share:.0f} %)"}
         for r in records if r["method"] == "sointer" and r["metric"] == "fit_s"
         for rank, (word, share) in enumerate(r.get("top_words") or (), start=1))]
 
 
-def _shown(word):
+def _starred(word):
     return word[0] + "*" * (len(word) - 2) + word[-1] if word in _STARRED else word
 
 
@@ -259,16 +247,12 @@ _PAGE_TABLES = (
           labels={"rank": "Rank"}))
 
 STUDY = Study(
-    name="tags",
-    profiles=PROFILES,
+    name="tags", profiles=PROFILES, methods=METHOD_NAMES,
     datasets=lambda profile: list(load_tweet_hashtags()[3][: profile.tags]),  # most frequent
-    methods=METHOD_NAMES,
     cases=with_references(context=lambda dataset, profile: {"k": profile.k}),
     seeds=seeded(lambda method: method not in (SHAP, LIME)),
     share=lambda dataset: "tweet_hashtags",
-    prepare=prepare,
-    dataset_values=dataset_values,
-    measure=measure,
+    prepare=prepare, dataset_values=dataset_values, measure=measure,
     metrics={"posthoc_acc": percent("Post-hoc acc."),
              "posthoc_acc_peer_rows": percent("Post-hoc acc., peers' tweets"),
              "posthoc_acc_positive": percent("Post-hoc acc., tag predicted"),
@@ -286,8 +270,7 @@ STUDY = Study(
                "posthoc_acc_empty"), rows=("dataset",), where={"method": None},
               mean_row=True, labels=_TAG),
     ),
-    fields=fields,
-    postprocess=with_top_words,
+    fields=fields, postprocess=with_top_words,
     labels={RANDOM: "Random k words", SHAP: "KernelSHAP", LIME: "LIME (text)",
             "sointer": "SOInter", "l2x": "L2X"},
     readme=(".. tags-table-start", ".. tags-table-end"),

@@ -123,9 +123,7 @@ def fields(records, machine, profile):
 
 
 STUDY = Study(
-    name="text",
-    profiles=PROFILES,
-    datasets=lambda profile: ["tweets"],
+    name="text", profiles=PROFILES, datasets=lambda profile: ["tweets"],
     methods=("l2x", "random", "first_k", "lime"),
     cases=with_references(context=lambda dataset, profile: {"k": profile.k}),
     prepare=prepare,
