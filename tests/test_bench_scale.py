@@ -230,6 +230,18 @@ def test_the_stored_cpu_results_render_to_the_readme_block():
     assert report.replace_between_markers(readme, text, *scale.STUDY.readme) == readme
 
 
+def test_the_stored_cluster_results_are_the_page_s_cluster_table():
+    from benchmarks.studies import cluster
+
+    records, machine, profile = report.load_study_results(
+        report.RESULTS_DIR / "scale_cluster_full.json")
+    block = report.render(cluster.STUDY, records, machine, profile,
+                          titles=cluster.STUDY.readme_tables)
+    page = (scale.ROOT / "doc" / "benchmarks.rst").read_text(encoding="utf-8")
+    assert "| dask_transform     | 2       | 1,000,000 | 644,678   | 1.98" in block
+    assert report.replace_between_markers(page, block, *cluster.STUDY.readme) == page
+
+
 README = """Title
 =====
 

@@ -138,4 +138,6 @@ STUDY = Study(
                   ("rows", "rows_per_s", "speedup_vs_1_worker"), rows=("method", "workers"),
                   labels={"method": "Engine", "workers": "Workers"}),),
     labels=ENGINES,
+    readme=(".. cluster-table-start", ".. cluster-table-end"),
+    readme_tables=("Rows per second by engine and workers",),
 )
