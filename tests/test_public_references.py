@@ -52,6 +52,57 @@ def test_greedy_masks_finds_the_one_feature_the_model_reads(rows):
     assert np.all(two[masks > 0] == 1)  # greedy: the first round's feature stays
 
 
+class _Counting:
+    """A black box (a function) that counts the rows it is asked about."""
+
+    def __init__(self, function):
+        self.function, self.rows = function, 0
+
+    def __call__(self, X):
+        self.rows += len(X)
+        return self.function(X)
+
+
+def test_greedy_masks_leaves_features_out_as_the_explainer_does(rows):
+    model = LogisticRegression().fit(rows, rows[:, 2] > 0)
+    counting = _Counting(model.predict_proba)
+    for background, per_masked_row in ((None, 1), (8, 8)):
+        explainer = L2XExplainer(k=1, max_epochs=1, refine=None, random_state=0,
+                                 background=background).fit(rows, black_box=counting)
+        counting.rows = 0
+        masks = greedy_masks(explainer, rows[:20], k=2)
+        # The full rows, then 4 + 3 candidates a row, each over the background rows.
+        assert counting.rows == 20 + 20 * (4 + 3) * per_masked_row
+        assert masks[:, 2].mean() > 0.9
+
+
+def test_greedy_masks_takes_the_raw_table_and_returns_its_columns():
+    pd = pytest.importorskip("pandas")
+    from sklearn.compose import make_column_transformer
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.impute import SimpleImputer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"income": rng.normal(50, 10, 400), "grade": rng.choice(list("ABCD"), 400),
+                      "age": rng.integers(20, 70, 400).astype(float),
+                      "state": rng.choice(["CA", "NY", "TX"], 400)})
+    X.loc[::7, "age"] = np.nan
+    y = np.where((X.income > 52) & X.grade.isin(["A", "B"]), "ok", "deny")
+    encoder = make_column_transformer((OneHotEncoder(), ["grade", "state"]),
+                                      remainder=SimpleImputer())
+    model = make_pipeline(encoder, HistGradientBoostingClassifier(random_state=0)).fit(X, y)
+    explainer = L2XExplainer(k=2, max_epochs=1, refine=None, random_state=0).fit(
+        X, black_box=model)
+    masks = greedy_masks(explainer, X.iloc[:60], k=2)
+    assert masks.shape == (60, 4)
+    np.testing.assert_array_equal(masks.sum(axis=1), 2)
+    # Every row keeps a column the answer depends on, and the model's answer holds.
+    assert masks[:, :2].any(axis=1).all()
+    assert explainer.check(X.iloc[:60], masks).holds.mean() > 0.95
+
+
 def test_patch_groups_numbers_patches_row_by_row():
     groups = patch_groups((2, 3, 4), 2)
     assert groups.shape == (24,)
