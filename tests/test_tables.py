@@ -329,3 +329,24 @@ def test_a_search_over_k_on_the_table():
     search.fit(X, black_box=sk_sointer.as_black_box(LoanModel()))
     assert search.best_params_ == {"k": 3}  # three columns keep more answers than one
     assert list(search.best_estimator_.get_feature_names_out()) == list(X.columns)
+
+
+def test_the_metrics_of_an_explainer_take_its_raw_frame(fitted):
+    from sk_sointer.metrics import EvalXEvaluator, encoding_gap, max_sensitivity
+    from sk_sointer.metrics import output_agreement
+
+    X, model, expl = fitted
+    rows = X.iloc[:30]
+    # The number columns move (in their units), the text, category, boolean and date ones
+    # stay: no noise, no change.
+    assert max_sensitivity(expl, rows, radius=0.0, n_samples=2) == 0.0
+    assert 0.0 < max_sensitivity(expl, rows, radius=5_000.0, n_samples=3) < np.inf
+    meed = MEEDExplainer(**dict(FAST, refine=None)).fit(X, black_box=model)
+    assert max_sensitivity(meed, rows, radius=0.0, n_samples=2) == 0.0
+    # The explainer's own predictor against EVAL-X's on the same masks of the frame.
+    evaluator = EvalXEvaluator(max_epochs=2, batch_size=32, random_state=0).fit(
+        X, black_box=model)
+    masks = expl.transform(rows)
+    own = output_agreement(model(rows), expl.predict_masked(rows, masks), expl.output_spec_)
+    assert encoding_gap(evaluator, expl, rows) == pytest.approx(
+        own - evaluator.score_masks(rows, masks)["eACC"])

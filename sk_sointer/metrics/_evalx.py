@@ -405,9 +405,9 @@ def encoding_gap(evaluator, explainer, X, y=None):
     check_is_fitted(evaluator)
     if evaluator.output_spec_.task != "classification":
         raise ValueError("encoding_gap compares accuracies, so it needs a classifier's outputs.")
-    X = validate_data(evaluator, X, dtype=[np.float32, np.float64], reset=False)
-    masks = np.asarray(explainer.transform(X), dtype=np.float32)
+    # Each validates X its own way (a table's raw frame is encoded by each).
+    masks = explainer.transform(X)
     own = explainer.predict_masked(X, masks)
-    reference = evaluator._reference(X, y)
+    reference = evaluator._reference(evaluator._check_masked_input(X, masks)[0], y)
     own_accuracy = output_agreement(reference, own, evaluator.output_spec_)
     return float(own_accuracy - evaluator.score_masks(X, masks, y)["eACC"])

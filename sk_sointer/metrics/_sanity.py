@@ -35,6 +35,8 @@ def max_sensitivity(explainer, X, *, radius=0.2, n_samples=50, random_state=0):
         (:class:`~sk_sointer.MEEDExplainer`) gets the output on the unperturbed row, so
         that only the row moves.
     X : array-like of shape (n_samples, n_features), or images as the explainer takes
+        A table's raw frame moves in its number columns only (each in its own units; an
+        empty cell stays empty); its text, category, boolean and date columns stay.
     radius : float, default=0.2
     n_samples : int, default=50
     random_state : int, RandomState instance or None, default=0
@@ -44,19 +46,36 @@ def max_sensitivity(explainer, X, *, radius=0.2, n_samples=50, random_state=0):
     sensitivity : float
     """
     explain = getattr(explainer, "explain", explainer)
-    X = np.asarray(X)
-    if not np.issubdtype(X.dtype, np.floating):
-        X = X.astype(np.float32)
+    if hasattr(X, "columns") and hasattr(X, "dtypes"):  # a frame: move its number columns
+        from pandas.api import types as pd_api  # a frame means pandas is there
+
+        numbers = [name for name, dtype in X.dtypes.items()
+                   if pd_api.is_numeric_dtype(dtype) and not pd_api.is_bool_dtype(dtype)]
+
+        def move(noise):
+            moved = X.copy()
+            moved[numbers] = X[numbers].astype(np.float64) + noise[:, : len(numbers)]
+            return moved
+        shape, dtype = (len(X), len(numbers)), np.float64
+    else:
+        X = np.asarray(X)
+        if not np.issubdtype(X.dtype, np.floating):
+            X = X.astype(np.float32)
+        move, shape, dtype = (lambda noise: X + noise), X.shape, X.dtype
     keywords = {}
     if "outputs" in inspect.signature(explain).parameters:
-        keywords["outputs"] = explainer.black_box_.predict(flatten_rows(X)[0])
+        # The model's outputs on the unperturbed rows, as it takes them from the explainer
+        # (a table's rows encoded).
+        rows = (explainer._validate_transform_input(X)
+                if hasattr(explainer, "_validate_transform_input") else flatten_rows(X)[0])
+        keywords["outputs"] = explainer.black_box_.predict(rows)
     rng = check_random_state(random_state)
     reference = np.asarray(explain(X, **keywords), dtype=np.float64).reshape(len(X), -1)
     norms = np.linalg.norm(reference, axis=1)
     worst = np.zeros(len(X))
     for _ in range(n_samples):
-        noise = rng.uniform(-radius, radius, size=X.shape).astype(X.dtype)
-        moved = np.asarray(explain(X + noise, **keywords), dtype=np.float64).reshape(len(X), -1)
+        noise = rng.uniform(-radius, radius, size=shape).astype(dtype)
+        moved = np.asarray(explain(move(noise), **keywords), dtype=np.float64).reshape(len(X), -1)
         worst = np.maximum(worst, np.linalg.norm(moved - reference, axis=1))
     return float(np.mean(worst / np.where(norms > 0, norms, 1.0)))
 
