@@ -350,3 +350,7 @@ def test_the_metrics_of_an_explainer_take_its_raw_frame(fitted):
     own = output_agreement(model(rows), expl.predict_masked(rows, masks), expl.output_spec_)
     assert encoding_gap(evaluator, expl, rows) == pytest.approx(
         own - evaluator.score_masks(rows, masks)["eACC"])
+    # Reference rows for ROAD are not read where ROAD cannot run (the frame's text).
+    report = evaluate(expl, X=rows, X_reference=X.iloc[100:200],
+                      entries=["fidelity_kept", "road_kept"])
+    assert "road_kept" in report.notes and report.fidelity_kept == expl.check(rows).holds.mean()

@@ -218,17 +218,17 @@ def evaluate(explanation, model=None, X=None, *, baseline=None, scores=None, ent
         else:
             report.update(_curves(value, rows, scores, n_steps, target, reference))
     if wanted & {"road_kept", "road_removed"}:
-        reference = rows if X_reference is None else _reference_rows(X_reference, rows)
         if getattr(masker, "tokens", False):
             report.notes["road_kept"] = "token ids have no Gaussian to impute from"
         elif codec is not None:
             report.notes["road_kept"] = ("a table's text and category columns have no "
                                          "Gaussian to impute from")
-        elif len(reference) < 2:
+        elif X_reference is None and len(rows) < 2:
             report.notes["road_kept"] = ("the imputation's Gaussian needs 2 rows at least: "
                                          "pass X_reference=")
         else:
-            gaussian = _Gaussian(reference)
+            gaussian = _Gaussian(rows if X_reference is None
+                                 else _reference_rows(X_reference, rows))
             report.road_kept = fidelity(kept, gaussian.impute(rows, kept, rng))
             report.road_removed = fidelity(~kept, gaussian.impute(rows, ~kept, rng))
         if "road_kept" in report.notes:
