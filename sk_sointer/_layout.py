@@ -172,8 +172,9 @@ def flatten_rows(X, input_name="X"):
     return X.reshape(len(X), -1), X.shape[1:]
 
 
-def check_numeric_columns(X, input_name="X"):
-    """Raise a ``ValueError`` naming the columns of a table that hold text or categories.
+def check_numeric_columns(X, input_name="X", advice=None):
+    """Raise a ``ValueError`` naming the columns of a table that hold text or categories
+    (``advice``: what to do, in place of the explainer's way with a table).
 
     scikit-learn's validation fails on them with the first value that is not a number
     ("could not convert string to float: 'v'"), which names neither the column nor what to
@@ -198,13 +199,15 @@ def check_numeric_columns(X, input_name="X"):
         more = f" and {len(columns) - 10} more" if len(columns) > 10 else ""
         table = ("fit the explainer on the table itself, a pandas DataFrame" if
                  hasattr(dtypes, "items") else "pass the table as a pandas DataFrame")
+        if advice is None:
+            advice = (
+                f"Rows of numbers are masked with numbers (the training mean): {table} (with "
+                "a model that takes it, such as a Pipeline with its encoder), whose text and "
+                "category columns the explainer reads, or explain the model behind its "
+                "encoder on the encoded rows with "
+                f"groups=sk_sointer.encoded_groups(encoder, {input_name}).")
         raise ValueError(
-            f"{input_name} has columns that are not numbers: {listed}{more}. Rows of numbers "
-            f"are masked with numbers (the training mean): {table} (with a model that takes "
-            "it, such as a Pipeline with its encoder), whose text and category columns the "
-            "explainer reads, or explain the model behind its encoder on the encoded rows "
-            f"with groups=sk_sointer.encoded_groups(encoder, {input_name})."
-        )
+            f"{input_name} has columns that are not numbers: {listed}{more}. {advice}")
 
 
 def _numbers(column):

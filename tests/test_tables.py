@@ -354,3 +354,12 @@ def test_the_metrics_of_an_explainer_take_its_raw_frame(fitted):
     report = evaluate(expl, X=rows, X_reference=X.iloc[100:200],
                       entries=["fidelity_kept", "road_kept"])
     assert "road_kept" in report.notes and report.fidelity_kept == expl.check(rows).holds.mean()
+
+
+def test_a_network_trained_on_masked_rows_asks_for_the_encoded_rows(fitted):
+    from sk_sointer.metrics import approximator_accuracy
+
+    X, model, expl = fitted
+    masks = expl.transform(X.iloc[:40])
+    with pytest.raises(ValueError, match=r"'purpose' \(.*pipeline\[:-1\]\.transform\(X\)"):
+        approximator_accuracy(model, X.iloc[:40], masks, X.iloc[:40], masks, max_epochs=1)

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from sklearn.utils import check_array
 
-from .._layout import flatten_rows, image_shape_of
+from .._layout import check_numeric_columns, flatten_rows, image_shape_of
 from .._masking import Masker
 from .._networks import MLP
 from .._outputs import output_agreement
@@ -147,6 +147,12 @@ def approximator_accuracy(black_box, X_train, masks_train, X_test, masks_test, *
         Averaged over the black box's outputs; higher is better with the selected
         features.
     """
+    for name, rows in (("X_train", X_train), ("X_test", X_test)):
+        check_numeric_columns(rows, name, advice=(
+            "The approximator is a network trained on rows of numbers: give it the model "
+            "behind the encoder (pipeline[-1]), the rows as the encoder writes them "
+            "(pipeline[:-1].transform(X)) and the masks of the table's columns spread over "
+            "their encoded features (masks[:, sk_sointer.encoded_groups(pipeline[:-1], X)])."))
     X_train, masks_train, row_shape = _rows_and_masks(X_train, masks_train, features, "masks_train")
     X_test, masks_test, _ = _rows_and_masks(X_test, masks_test, features, "masks_test")
     if X_test.shape[1] != X_train.shape[1]:
