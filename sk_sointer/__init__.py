@@ -4,8 +4,8 @@ The public names are imported on first use (PEP 562): ``python -m sk_sointer --h
 anything else that only reads the version run without importing torch.
 """
 
-import importlib
-import importlib.util
+from importlib import import_module as _import_module
+from importlib.util import find_spec as _find_spec
 
 from ._version import __version__
 
@@ -39,10 +39,10 @@ __all__ = sorted([*_PUBLIC, "__version__"])
 
 def __getattr__(name):
     if name in _PUBLIC:
-        value = getattr(importlib.import_module(_PUBLIC[name], __name__), name)
-    elif not name.startswith("__") and importlib.util.find_spec(f"{__name__}.{name}"):
+        value = getattr(_import_module(_PUBLIC[name], __name__), name)
+    elif not name.startswith("__") and _find_spec(f"{__name__}.{name}"):
         # A submodule read as an attribute (sk_sointer.metrics), as after an eager import.
-        value = importlib.import_module(f".{name}", __name__)
+        value = _import_module(f".{name}", __name__)
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value

@@ -1,5 +1,7 @@
 """The public helpers the benchmarks use: output_agreement, greedy_masks, patch_groups."""
 
+import types
+
 import numpy as np
 import pytest
 from sklearn.linear_model import LinearRegression, LogisticRegression
@@ -110,3 +112,16 @@ def test_patch_groups_numbers_patches_row_by_row():
     np.testing.assert_array_equal(groups.reshape(2, 3, 4), [expected, expected])
     with pytest.raises(ValueError, match="patch_size"):
         patch_groups((1, 4, 4), 0)
+
+
+def test_the_package_lists_its_public_names_only():
+    import sk_sointer
+
+    public = [name for name in dir(sk_sointer) if not name.startswith("_")]
+    # The public API, and the submodules imported so far (as after any import of one);
+    # no name the package itself imported (the lazy loader's importlib).
+    assert set(sk_sointer.__all__) - {"__version__"} <= set(public)
+    others = set(public) - set(sk_sointer.__all__)
+    assert all(isinstance(getattr(sk_sointer, name), types.ModuleType)
+               and getattr(sk_sointer, name).__name__ == f"sk_sointer.{name}"
+               for name in others), others
